@@ -1,0 +1,97 @@
+"""Settings read from the environment, each documented where it is defined.
+
+Every setting is read when it is needed, not cached at import, so a test can change the
+environment with ``monkeypatch.setenv`` and see the effect at the next call. The one exception is
+``CUNUMPY_BACKEND``, which picks the backend once, when :mod:`cunumpy` is imported; change the
+backend afterwards with :func:`cunumpy.set_backend`.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = [
+    "BACKENDS",
+    "CUDA_ENGINES",
+    "METAL_ENGINES",
+    "cache_dir_override",
+    "cuda_engine",
+    "env_flag",
+    "initial_backend",
+    "metal_engine",
+    "require_cuda",
+    "require_metal",
+]
+
+BACKENDS = ("numpy", "cupy")
+"""Names accepted by :func:`cunumpy.set_backend` and ``CUNUMPY_BACKEND``."""
+
+METAL_ENGINES = ("mlx", "emulator")
+"""Engines that run :class:`~cunumpy.kernels.MetalKernel` launches."""
+
+CUDA_ENGINES = ("cupy", "emulator")
+"""Engines that run :class:`~cunumpy.kernels.CudaKernel` launches."""
+
+
+def _choice(var: str, allowed: tuple[str, ...], default: str) -> str:
+    value = os.environ.get(var, "").strip().lower()
+    if not value:
+        return default
+    if value not in allowed:
+        raise ValueError(
+            f"environment variable {var}={os.environ[var]!r} is not one of "
+            f"{', '.join(allowed)}; unset it or pick one of those"
+        )
+    return value
+
+
+def env_flag(var: str) -> bool:
+    """True when ``var`` is set to ``1``, ``true``, ``yes`` or ``on`` (any case)."""
+    return os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def initial_backend() -> str:
+    """``CUNUMPY_BACKEND`` (``numpy`` or ``cupy``): the backend chosen at import.
+
+    Default ``numpy``. With ``cupy`` and no working GPU, the import falls back to NumPy with a
+    warning that says why.
+    """
+    return _choice("CUNUMPY_BACKEND", BACKENDS, "numpy")
+
+
+def metal_engine() -> str:
+    """``CUNUMPY_METAL_ENGINE`` (``mlx`` or ``emulator``): what runs MetalKernel launches.
+
+    Default ``mlx`` (a real Apple GPU through MLX). ``emulator`` runs every launch on the CPU
+    emulator, through the same front end. Read at every launch.
+    """
+    return _choice("CUNUMPY_METAL_ENGINE", METAL_ENGINES, "mlx")
+
+
+def cuda_engine() -> str:
+    """``CUNUMPY_CUDA_ENGINE`` (``cupy`` or ``emulator``): what runs CudaKernel launches.
+
+    Default ``cupy``. With ``emulator`` a CudaKernel runs on the CPU and takes NumPy arrays where
+    it would take device arrays. Read at every launch.
+    """
+    return _choice("CUNUMPY_CUDA_ENGINE", CUDA_ENGINES, "cupy")
+
+
+def require_cuda() -> bool:
+    """``CUNUMPY_REQUIRE_CUDA=1``: tests that need an NVIDIA GPU fail instead of skipping."""
+    return env_flag("CUNUMPY_REQUIRE_CUDA")
+
+
+def require_metal() -> bool:
+    """``CUNUMPY_REQUIRE_METAL=1``: tests that need an Apple GPU fail instead of skipping."""
+    return env_flag("CUNUMPY_REQUIRE_METAL")
+
+
+def cache_dir_override() -> str | None:
+    """``CUNUMPY_CACHE_DIR``: where compiled emulation libraries live.
+
+    Resolution order: an explicit argument, then this variable, then the user cache directory
+    given by :mod:`platformdirs`.
+    """
+    value = os.environ.get("CUNUMPY_CACHE_DIR", "").strip()
+    return value or None
