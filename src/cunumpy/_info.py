@@ -63,8 +63,7 @@ def backend_info() -> dict[str, Any]:
     Every unavailable piece carries a ``reason`` saying why. Probing CuPy or MLX imports them
     (only here, never at ``import cunumpy``).
     """
-    from cunumpy import __version__
-    from cunumpy import config
+    from cunumpy import __version__, config
 
     return {
         "cunumpy": __version__,

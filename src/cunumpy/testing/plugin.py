@@ -1,0 +1,65 @@
+"""The cunumpy pytest plugin (registered through the ``pytest11`` entry point).
+
+Markers
+-------
+``requires_cuda``
+    The test needs an NVIDIA GPU with CuPy. Skipped without one; fails instead when
+    ``CUNUMPY_REQUIRE_CUDA=1``.
+``requires_metal``
+    The test needs an Apple GPU with MLX. Skipped without one; fails instead when
+    ``CUNUMPY_REQUIRE_METAL=1``.
+
+Fixtures
+--------
+``backend``
+    Parametrised over ``"numpy"`` and ``"cupy"``; the test body runs with that backend active
+    (restored afterwards). The CuPy case skips (or fails, as above) without a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cunumpy.testing._markers import cuda_skip_or_fail, metal_skip_or_fail
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "requires_cuda: needs an NVIDIA GPU with CuPy (CUNUMPY_REQUIRE_CUDA=1: must run)"
+    )
+    config.addinivalue_line(
+        "markers", "requires_metal: needs an Apple GPU with MLX (CUNUMPY_REQUIRE_METAL=1: must run)"
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("requires_cuda") is not None:
+        from cunumpy._backend import cupy_status
+
+        ok, reason = cupy_status()
+        if not ok:
+            cuda_skip_or_fail(reason)
+    if item.get_closest_marker("requires_metal") is not None:
+        from cunumpy.kernels._availability import metal_status
+
+        ok, reason, _ = metal_status()
+        if not ok:
+            metal_skip_or_fail(reason)
+
+
+@pytest.fixture(params=["numpy", "cupy"])
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test once per array backend, with that backend active."""
+    import cunumpy
+
+    name = request.param
+    if name == "cupy":
+        from cunumpy._backend import cupy_status
+
+        ok, reason = cupy_status()
+        if not ok:
+            cuda_skip_or_fail(reason)
+    with cunumpy.use_backend(name, strict=True):
+        yield name
