@@ -19,8 +19,8 @@ def _describe(a: Any) -> str:
 def to_numpy(a: Any) -> np.ndarray:
     """Return ``a`` as a NumPy array, copying only when it lives elsewhere.
 
-    A NumPy array is returned as it is (no copy). A CuPy array is copied to the host and an MLX
-    array is copied into a new NumPy array; both copies are recorded as ``to_host``. Anything else
+    A NumPy array is returned as it is (no copy). A CuPy array, an MLX array and an emulator
+    device array are copied into a new NumPy array, recorded as ``to_host``. Anything else
     (lists, scalars) goes through :func:`numpy.asarray`, which is not a device transfer.
     """
     if isinstance(a, np.ndarray):
@@ -30,6 +30,8 @@ def to_numpy(a: Any) -> np.ndarray:
         if profiling._active:
             profiling._record("to_host", host.nbytes, f"to_numpy from cupy {_describe(host)}")
         return host
+    if getattr(type(a), "_cunumpy_device_array", False):  # an emulator's device array
+        return a.to_numpy()
     if _is_mlx_array(a):
         host = np.array(a, copy=True)
         if profiling._active:

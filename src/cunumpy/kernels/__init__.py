@@ -6,5 +6,13 @@ Importing this module imports neither CuPy nor MLX; engines import them at first
 from __future__ import annotations
 
 from cunumpy.kernels._availability import cuda_available, metal_available
+from cunumpy.kernels._metal_engines import EmulatedDeviceArray
+from cunumpy.kernels.metal import MetalKernel, metal_asarray
 
-__all__ = ["cuda_available", "metal_available"]
+__all__ = [
+    "EmulatedDeviceArray",
+    "MetalKernel",
+    "cuda_available",
+    "metal_asarray",
+    "metal_available",
+]

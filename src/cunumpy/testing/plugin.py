@@ -14,6 +14,9 @@ Fixtures
 ``backend``
     Parametrised over ``"numpy"`` and ``"cupy"``; the test body runs with that backend active
     (restored afterwards). The CuPy case skips (or fails, as above) without a GPU.
+``metal_engine`` / ``cuda_engine``
+    Parametrised over the real engine (``mlx`` / ``cupy``) and ``emulator``; the test runs with
+    ``CUNUMPY_METAL_ENGINE`` / ``CUNUMPY_CUDA_ENGINE`` set to it.
 """
 
 from __future__ import annotations
@@ -63,3 +66,53 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
             cuda_skip_or_fail(reason)
     with cunumpy.use_backend(name, strict=True):
         yield name
+
+
+@pytest.fixture(params=["mlx", "emulator"])
+def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per MetalKernel engine, selected through ``CUNUMPY_METAL_ENGINE``.
+
+    ``mlx`` needs an Apple GPU (skips, or fails with ``CUNUMPY_REQUIRE_METAL=1``); ``emulator``
+    needs a C++ compiler.
+    """
+    name = request.param
+    if name == "mlx":
+        from cunumpy.kernels._availability import metal_status
+
+        ok, reason, _ = metal_status()
+        if not ok:
+            metal_skip_or_fail(reason)
+    else:
+        from cunumpy.emulation import CompilerNotFoundError, find_compiler
+
+        try:
+            find_compiler()
+        except CompilerNotFoundError as exc:
+            pytest.skip(str(exc))
+    monkeypatch.setenv("CUNUMPY_METAL_ENGINE", name)
+    return name
+
+
+@pytest.fixture(params=["cupy", "emulator"])
+def cuda_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per CudaKernel engine, selected through ``CUNUMPY_CUDA_ENGINE``.
+
+    ``cupy`` needs an NVIDIA GPU (skips, or fails with ``CUNUMPY_REQUIRE_CUDA=1``); ``emulator``
+    needs a C++ compiler.
+    """
+    name = request.param
+    if name == "cupy":
+        from cunumpy._backend import cupy_status
+
+        ok, reason = cupy_status()
+        if not ok:
+            cuda_skip_or_fail(reason)
+    else:
+        from cunumpy.emulation import CompilerNotFoundError, find_compiler
+
+        try:
+            find_compiler()
+        except CompilerNotFoundError as exc:
+            pytest.skip(str(exc))
+    monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", name)
+    return name
