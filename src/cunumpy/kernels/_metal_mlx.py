@@ -1,0 +1,270 @@
+"""The ``mlx`` engine of MetalKernel: hands one launch to ``mx.fast.metal_kernel``.
+
+The front end has already validated the call, converted the arguments to MLX arrays and built the
+call's :class:`~cunumpy.kernels._metal_signature.MetalSignature`; this module only talks to MLX.
+It passes MLX the body from the signature (which carries the workaround for MLX's early ``) {``
+bug), so the text MLX compiles is exactly ``signature.text()`` after MLX's preamble; the golden
+tests in ``tests/kernels`` check that against MLX itself.
+
+MLX is imported inside the functions, never at module import.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cunumpy.kernels._metal_signature import MetalSignature, _normalise_template
+
+__all__ = ["clear_kernel_cache", "launch_mlx", "mlx_template", "mx_dtype"]
+
+_ENGINE = "mlx"
+
+_KERNELS: dict[tuple, Any] = {}
+"""``mx.fast.metal_kernel`` objects by (name, source, header, names, flags)."""
+_KERNELS_LOCK = threading.Lock()
+
+_MX_NAMES = {
+    "bool": "bool_",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float32": "float32",
+    "float64": "float64",
+    "complex64": "complex64",
+}
+
+
+def _import_mlx() -> Any:
+    try:
+        import mlx.core as mx
+    except ImportError as exc:
+        raise ImportError(
+            f"the mlx engine of MetalKernel needs MLX, which could not be imported ({exc}); "
+            "on an Apple silicon Mac install it with pip install 'cunumpy[metal]', or run Metal "
+            "kernels on the CPU emulator with CUNUMPY_METAL_ENGINE=emulator"
+        ) from exc
+    return mx
+
+
+def mx_dtype(np_dtype: Any) -> Any:
+    """The MLX dtype for a NumPy dtype (``numpy.float32`` -> ``mx.float32``).
+
+    Parameters
+    ----------
+    np_dtype : dtype-like
+        Anything :class:`numpy.dtype` accepts, or a ``bfloat16`` dtype from ``ml_dtypes``.
+
+    Raises
+    ------
+    TypeError
+        MLX has no such dtype (complex128, strings, objects, ...).
+    ImportError
+        MLX is not installed.
+    """
+    mx = _import_mlx()
+    name = np.dtype(np_dtype).name
+    try:
+        return getattr(mx, _MX_NAMES[name])
+    except KeyError:
+        known = ", ".join(_MX_NAMES)
+        raise TypeError(f"dtype {name} has no MLX counterpart; MLX takes {known}") from None
+
+
+def mlx_template(template: Sequence[tuple[str, Any]], kernel: str = "?") -> list[tuple[str, Any]]:
+    """Template pairs as MLX takes them: MLX dtypes, Python ``int`` and ``bool``.
+
+    MLX refuses NumPy scalars (``numpy.int64(3)``, ``numpy.True_``) as template values, so they
+    are turned into Python numbers here; dtypes become MLX dtypes.
+    """
+    out = []
+    for name, value in _normalise_template(kernel, template):
+        out.append((name, mx_dtype(value) if isinstance(value, np.dtype) else value))
+    return out
+
+
+def clear_kernel_cache() -> None:
+    """Forget the ``mx.fast.metal_kernel`` objects built so far (MLX keeps its own caches)."""
+    with _KERNELS_LOCK:
+        _KERNELS.clear()
+
+
+def _kernel(
+    name: str,
+    input_names: tuple[str, ...],
+    output_names: tuple[str, ...],
+    source: str,
+    header: str,
+    ensure_row_contiguous: bool,
+    atomic_outputs: bool,
+) -> Any:
+    key = (name, source, header, input_names, output_names, ensure_row_contiguous, atomic_outputs)
+    with _KERNELS_LOCK:
+        kernel = _KERNELS.get(key)
+    if kernel is not None:
+        return kernel
+    mx = _import_mlx()
+    kernel = mx.fast.metal_kernel(
+        name=name,
+        input_names=list(input_names),
+        output_names=list(output_names),
+        source=source,
+        header=header,
+        ensure_row_contiguous=ensure_row_contiguous,
+        atomic_outputs=atomic_outputs,
+    )
+    with _KERNELS_LOCK:
+        return _KERNELS.setdefault(key, kernel)
+
+
+def _check_consistent(
+    signature: MetalSignature,
+    source_for_mlx: str,
+    input_names: Sequence[str],
+    output_names: Sequence[str],
+    header: str,
+    template: Sequence[tuple[str, Any]],
+    atomic_outputs: bool,
+) -> None:
+    """Refuse a launch whose arguments differ from the signature that describes it."""
+    tag = f"[{_ENGINE} kernel '{signature.name}']"
+    if source_for_mlx != signature.source:
+        hint = (
+            " (the signature appended the MLX bug workaround; pass signature.source)"
+            if signature.workaround_applied
+            else ""
+        )
+        raise ValueError(f"{tag} the source given to MLX differs from signature.source{hint}")
+    if header != signature.header:
+        raise ValueError(f"{tag} the header given to MLX differs from signature.header")
+    declared_in = tuple(p.name for p in signature.params if p.kind == "input")
+    declared_out = tuple(p.name for p in signature.params if p.kind == "output")
+    if tuple(input_names) != declared_in:
+        raise ValueError(
+            f"{tag} input names {list(input_names)} differ from the signature's {list(declared_in)}"
+        )
+    if tuple(output_names) != declared_out:
+        raise ValueError(
+            f"{tag} output names {list(output_names)} differ from the signature's "
+            f"{list(declared_out)}"
+        )
+    if _normalise_template(signature.name, template) != signature.template:
+        raise ValueError(f"{tag} template {list(template)} differs from the signature's")
+    atomic = any(p.atomic for p in signature.params)
+    if atomic != bool(atomic_outputs):
+        raise ValueError(
+            f"{tag} atomic_outputs={atomic_outputs} but the signature was built with "
+            f"atomic_outputs={atomic}"
+        )
+
+
+def launch_mlx(
+    signature: MetalSignature,
+    source_for_mlx: str,
+    input_names: Sequence[str],
+    output_names: Sequence[str],
+    header: str,
+    inputs: Sequence[Any],
+    output_shapes: Sequence[Sequence[int]],
+    output_dtypes: Sequence[Any],
+    grid: tuple[int, int, int],
+    threadgroup: tuple[int, int, int],
+    *,
+    template: Sequence[tuple[str, Any]],
+    init_value: float | None,
+    atomic_outputs: bool,
+    ensure_row_contiguous: bool,
+    verbose: bool = False,
+) -> list:
+    """Run one MetalKernel launch through ``mx.fast.metal_kernel``.
+
+    The kernel object is built once per (name, source, header, names, flags) and cached; MLX
+    compiles one Metal library per host name at the first evaluation.
+
+    Parameters
+    ----------
+    signature : MetalSignature
+        Built by :func:`~cunumpy.kernels._metal_signature.build_signature` for this call; its
+        ``name`` is the MLX kernel name.
+    source_for_mlx : str
+        The body to hand MLX; must be ``signature.source`` (the body after the bug workaround).
+    input_names, output_names : sequence of str
+        Parameter names, in the order of ``inputs`` and of the outputs.
+    header : str
+        Text before the kernel; must be ``signature.header``.
+    inputs : sequence of mx.array
+        The converted inputs.
+    output_shapes : sequence of tuple of int
+    output_dtypes : sequence of NumPy dtype
+    grid, threadgroup : tuple of 3 int
+        Threads in total (Metal ``dispatchThreads``) and threads per threadgroup.
+    template : sequence of (str, value)
+        NumPy dtypes, ints and bools; dtypes are passed to MLX as MLX dtypes.
+    init_value : float or None
+        Fill value of the outputs, or ``None`` to leave them uninitialised.
+    atomic_outputs, ensure_row_contiguous : bool
+        Passed to ``mx.fast.metal_kernel``.
+    verbose : bool, optional
+        Let MLX print the generated source (to the C++ standard output).
+
+    Returns
+    -------
+    list of mx.array
+        The outputs, lazy: MLX runs the kernel when they are evaluated.
+
+    Raises
+    ------
+    ImportError
+        MLX is not installed.
+    ValueError
+        The arguments disagree with ``signature``, or MLX refused them.
+    RuntimeError
+        MLX failed to build the launch (on Linux: no Metal back-end).
+    """
+    _check_consistent(
+        signature, source_for_mlx, input_names, output_names, header, template, atomic_outputs
+    )
+    kernel = _kernel(
+        signature.name,
+        tuple(input_names),
+        tuple(output_names),
+        source_for_mlx,
+        header,
+        bool(ensure_row_contiguous),
+        bool(atomic_outputs),
+    )
+    mx_template = mlx_template(template, signature.name)
+    dtypes = [mx_dtype(d) for d in output_dtypes]
+    shapes = [tuple(int(n) for n in shape) for shape in output_shapes]
+    try:
+        outputs = kernel(
+            inputs=list(inputs),
+            output_shapes=shapes,
+            output_dtypes=dtypes,
+            grid=tuple(int(n) for n in grid),
+            threadgroup=tuple(int(n) for n in threadgroup),
+            template=mx_template or None,
+            init_value=init_value,
+            verbose=verbose,
+        )
+    except ValueError as exc:
+        raise ValueError(
+            f"[{_ENGINE} kernel '{signature.name}'] MLX refused the launch of "
+            f"{signature.kernel_name}: {exc}"
+        ) from exc
+    except RuntimeError as exc:
+        raise RuntimeError(
+            f"[{_ENGINE} kernel '{signature.name}'] MLX could not launch "
+            f"{signature.kernel_name}: {exc}"
+        ) from exc
+    return list(outputs)
