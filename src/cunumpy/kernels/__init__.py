@@ -6,13 +6,29 @@ Importing this module imports neither CuPy nor MLX; engines import them at first
 from __future__ import annotations
 
 from cunumpy.kernels._availability import cuda_available, metal_available
+from cunumpy.kernels._cuda_engines import (
+    CudaCompileError,
+    CudaEngine,
+    CudaLaunchError,
+    cuda_engine_names,
+    get_cuda_engine,
+    register_cuda_engine,
+)
 from cunumpy.kernels._metal_engines import EmulatedDeviceArray
+from cunumpy.kernels.cuda import CudaKernel
 from cunumpy.kernels.metal import MetalKernel, metal_asarray
 
 __all__ = [
+    "CudaCompileError",
+    "CudaEngine",
+    "CudaKernel",
+    "CudaLaunchError",
     "EmulatedDeviceArray",
     "MetalKernel",
     "cuda_available",
+    "cuda_engine_names",
+    "get_cuda_engine",
     "metal_asarray",
     "metal_available",
+    "register_cuda_engine",
 ]

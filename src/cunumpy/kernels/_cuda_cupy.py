@@ -1,0 +1,218 @@
+"""The CuPy engine: compiles a :class:`~cunumpy.kernels.CudaKernel` with NVRTC and launches it.
+
+CuPy is imported at the first launch (or the first :meth:`CupyEngine.array_types` call), never
+at import. Compilation goes through ``cupy.RawModule``: lazily, once per device and kernel
+variant (source, options, name expression, contents of the included headers). CuPy keeps the
+compiled binary in its own disk cache (``~/.cupy/kernel_cache`` unless ``CUPY_CACHE_DIR`` says
+otherwise); the engine adds a comment with the digest of the included headers to the compiled
+text, so a header change also misses that cache.
+
+A launch calls the compiled ``cupy.cuda.Function`` directly (not ``RawKernel.__call__``), with
+the argument tuple the front end checked. Errors CUDA reports at launch are re-raised as
+:class:`~cunumpy.kernels.CudaLaunchError` naming the kernel, grid and block.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from cunumpy.kernels._cuda_engines import (
+    DEFAULT_LIMITS,
+    CudaCompileError,
+    CudaEngine,
+    CudaLaunchError,
+    CudaLimits,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cunumpy.kernels.cuda import CudaKernel
+
+__all__ = ["CupyEngine"]
+
+_OPTIN_THRESHOLD = 48 * 1024
+
+
+class CupyEngine(CudaEngine):
+    """Runs CUDA kernels on an NVIDIA GPU through CuPy. Takes device arrays only."""
+
+    name = "cupy"
+    array_space = "device"
+
+    def __init__(self) -> None:
+        self._cupy: Any = None
+        self._limits: dict[int, CudaLimits] = {}
+        self._compiled: dict[tuple, tuple[Any, Any]] = {}
+        self._optin: dict[tuple, int] = {}
+        self._lock = threading.Lock()
+
+    # -- CuPy access ---------------------------------------------------------------------------
+    def _status(self) -> tuple[bool, str]:
+        from cunumpy._backend import cupy_status
+
+        return cupy_status()
+
+    def _module(self) -> Any:
+        if self._cupy is None:
+            ok, reason = self._status()
+            if not ok:
+                raise RuntimeError(
+                    f"the cupy CUDA engine cannot run here: {reason}; run CUDA kernels on the CPU "
+                    "emulator with CUNUMPY_CUDA_ENGINE=emulator (or CudaKernel(..., "
+                    "engine='emulator'))"
+                )
+            import cupy
+
+            self._cupy = cupy
+        return self._cupy
+
+    def array_types(self) -> tuple[type, ...]:
+        ok, _ = self._status()
+        if not ok:
+            return ()
+        return (self._module().ndarray,)
+
+    def adopt_array(self, array: Any) -> Any:
+        cupy = self._module()
+        if isinstance(array, cupy.ndarray):
+            return array
+        # Another library's device array (__cuda_array_interface__): a zero-copy CuPy view.
+        view = cupy.asarray(array)
+        ptr = array.__cuda_array_interface__["data"][0]
+        if view.size and view.data.ptr != ptr:  # pragma: no cover - CuPy guarantees a view
+            raise RuntimeError("internal error: cupy.asarray copied a device array")
+        return view
+
+    # -- limits --------------------------------------------------------------------------------
+    def limits(self) -> CudaLimits:
+        cupy = self._module()
+        dev = cupy.cuda.runtime.getDevice()
+        lim = self._limits.get(dev)
+        if lim is None:
+            props = cupy.cuda.runtime.getDeviceProperties(dev)
+
+            def get(key: str, default: Any) -> Any:
+                value = props.get(key, props.get(key.encode(), default))
+                return default if value in (None, 0, -1) else value
+
+            lim = CudaLimits(
+                max_threads_per_block=int(get("maxThreadsPerBlock", 1024)),
+                max_block=tuple(int(v) for v in get("maxThreadsDim", DEFAULT_LIMITS.max_block)),
+                max_grid=tuple(int(v) for v in get("maxGridSize", DEFAULT_LIMITS.max_grid)),
+                max_shared_mem=int(get("sharedMemPerBlock", DEFAULT_LIMITS.max_shared_mem)),
+                max_shared_mem_optin=int(
+                    get("sharedMemPerBlockOptin", get("sharedMemPerBlock", 48 * 1024))
+                ),
+            )
+            self._limits[dev] = lim
+        return lim
+
+    # -- compilation ---------------------------------------------------------------------------
+    def compile(self, kernel: CudaKernel, device: int | None = None) -> Any:
+        """Compile ``kernel`` for ``device`` (default: the current one); return the function.
+
+        Cached per device and variant for the process; a new :class:`CudaKernel` whose included
+        headers changed gets a new variant.
+        """
+        cupy = self._module()
+        dev = cupy.cuda.runtime.getDevice() if device is None else int(device)
+        code, options, expression = kernel._compile_inputs()
+        key = (dev, code, options, expression)
+        hit = self._compiled.get(key)
+        if hit is not None:
+            return hit[1]
+        with self._lock:
+            hit = self._compiled.get(key)
+            if hit is not None:
+                return hit[1]
+            with cupy.cuda.Device(dev):
+                try:
+                    if expression is None:
+                        module = cupy.RawModule(code=code, options=options)
+                        raw = module.get_function(kernel.name)
+                    else:
+                        module = cupy.RawModule(
+                            code=code, options=options, name_expressions=(expression,)
+                        )
+                        raw = module.get_function(expression)
+                    function = raw.kernel
+                except cupy.cuda.compiler.CompileException as exc:
+                    log = str(exc)
+                    raise CudaCompileError(
+                        f"[cupy kernel {kernel.name!r}] NVRTC could not compile it with options "
+                        f"{list(options)}:\n{log}",
+                        log=log, options=options, source=code,
+                    ) from exc
+            self._compiled[key] = (raw, function)
+        return function
+
+    def _opt_in(self, kernel: CudaKernel, dev: int, shared_mem: int) -> None:
+        code, options, expression = kernel._compile_inputs()
+        key = (dev, code, options, expression)
+        if self._optin.get(key, 0) >= shared_mem:
+            return
+        raw, _ = self._compiled[key]
+        with self._cupy.cuda.Device(dev):
+            raw.max_dynamic_shared_size_bytes = shared_mem
+        self._optin[key] = shared_mem
+
+    # -- launching -----------------------------------------------------------------------------
+    def prepare(self, kernel: CudaKernel) -> Callable[..., None]:
+        ok, reason = self._status()
+        if not ok:
+            message = (
+                f"[cupy kernel {kernel.name!r}] cannot launch: {reason}; run CUDA kernels on "
+                "the CPU emulator with CUNUMPY_CUDA_ENGINE=emulator"
+            )
+
+            def unavailable(grid: tuple, block: tuple, args: tuple, shared_mem: int,
+                            stream: Any) -> None:
+                raise RuntimeError(message)
+
+            return unavailable
+        cupy = self._module()
+        get_device = cupy.cuda.runtime.getDevice
+        launch_errors = (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError)
+        functions: dict[int, Any] = {}
+        compile_for = self.compile
+        opt_in = self._opt_in
+
+        def go(grid: tuple, block: tuple, args: tuple, shared_mem: int, stream: Any) -> None:
+            dev = get_device()
+            function = functions.get(dev)
+            if function is None:
+                function = functions[dev] = compile_for(kernel, dev)
+            if shared_mem > _OPTIN_THRESHOLD:
+                opt_in(kernel, dev, shared_mem)
+            try:
+                function(grid, block, args, shared_mem, stream)
+            except launch_errors as exc:
+                raise CudaLaunchError(
+                    kernel._launch_message("cupy", "launch failed", grid, block, shared_mem, exc)
+                ) from exc
+
+        kernel._forget_functions.append(functions.clear)
+        return go
+
+    def launch(self, kernel: CudaKernel, args: tuple, grid: tuple[int, int, int],
+               block: tuple[int, int, int], shared_mem: int, stream: Any) -> None:
+        kernel._launcher_for(self)  # builds and caches kernel's prepared launch
+        kernel._prepared[self](grid, block, args, shared_mem, stream)
+
+    def synchronize(self, stream: Any) -> None:
+        cupy = self._module()
+        if stream is None:
+            stream = cupy.cuda.get_current_stream()
+        stream.synchronize()
+
+    def sync_errors(self) -> tuple[type[BaseException], ...]:
+        """Exception types a synchronisation raises when a kernel failed."""
+        cupy = self._module()
+        return (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError)
+
+    def nonfinite(self, array: Any) -> tuple[int, int]:
+        cupy = self._module()
+        bad = ~cupy.isfinite(array.reshape(-1))
+        count = int(bad.sum())
+        return count, (int(bad.argmax()) if count else -1)

@@ -1,0 +1,596 @@
+"""Parse the parameter list of a CUDA ``__global__`` function, and map C types to NumPy dtypes.
+
+The parser reads CUDA C++ source as text: it removes comments and string literals, finds the
+``__global__`` functions, and splits the parameter list of the chosen one. It understands
+``extern "C"``, ``template <...>`` heads, ``__launch_bounds__(...)``, the qualifiers ``const``,
+``volatile``, ``__restrict__`` (and ``__restrict``), pointers and ``T x[]`` parameters. It does
+not run the preprocessor: a parameter list built by a macro cannot be parsed, and such a kernel
+must be created with ``check_signature=False``.
+
+A parameter is either a *pointer* (an array argument: C-contiguous, exactly the pointee's dtype)
+or a *scalar* (a number converted to the C type). Types outside :data:`C_TYPES` (vector types
+such as ``float4``, structs, ``__half``) are recorded with ``dtype=None``; the front end refuses
+them with a message that names the parameter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "C_TYPES",
+    "CudaParam",
+    "CudaSignature",
+    "TemplateParam",
+    "c_type_name",
+    "find_global_functions",
+    "format_template_args",
+    "parse_signature",
+    "strip_comments",
+]
+
+C_TYPES: dict[str, np.dtype] = {
+    "bool": np.dtype(np.bool_),
+    "char": np.dtype(np.int8),
+    "signed char": np.dtype(np.int8),
+    "unsigned char": np.dtype(np.uint8),
+    "short": np.dtype(np.int16),
+    "unsigned short": np.dtype(np.uint16),
+    "int": np.dtype(np.int32),
+    "unsigned int": np.dtype(np.uint32),
+    "long": np.dtype(np.int64),
+    "unsigned long": np.dtype(np.uint64),
+    "long long": np.dtype(np.int64),
+    "unsigned long long": np.dtype(np.uint64),
+    "int8_t": np.dtype(np.int8),
+    "int16_t": np.dtype(np.int16),
+    "int32_t": np.dtype(np.int32),
+    "int64_t": np.dtype(np.int64),
+    "uint8_t": np.dtype(np.uint8),
+    "uint16_t": np.dtype(np.uint16),
+    "uint32_t": np.dtype(np.uint32),
+    "uint64_t": np.dtype(np.uint64),
+    "size_t": np.dtype(np.uint64),
+    "ptrdiff_t": np.dtype(np.int64),
+    "float": np.dtype(np.float32),
+    "double": np.dtype(np.float64),
+    "complex<float>": np.dtype(np.complex64),
+    "complex<double>": np.dtype(np.complex128),
+}
+"""Canonical C/CUDA type spelling -> NumPy dtype, for a 64-bit Linux (LP64) device ABI.
+
+``char`` is taken as signed (``int8``), as nvcc does on x86-64 and aarch64 hosts. ``long`` is 64
+bits. ``complex<float>`` covers ``thrust::complex<float>`` and ``cuda::std::complex<float>``
+(the namespace is dropped before lookup). Spellings such as ``unsigned``, ``long int``,
+``signed int`` and ``std::int32_t`` are normalised to these keys.
+"""
+
+_C_NAMES: dict[str, str] = {
+    "bool": "bool",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "uint16": "unsigned short",
+    "int32": "int",
+    "uint32": "unsigned int",
+    "int64": "long long",
+    "uint64": "unsigned long long",
+    "float32": "float",
+    "float64": "double",
+    "complex64": "complex<float>",
+    "complex128": "complex<double>",
+}
+
+_QUALIFIERS = frozenset(
+    {"const", "volatile", "__restrict__", "__restrict", "restrict", "register", "struct"}
+)
+_INT_WORDS = frozenset({"signed", "unsigned", "short", "long", "int", "char"})
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_GLOBAL = re.compile(r"\b__global__\b")
+
+
+def c_type_name(dtype: Any) -> str:
+    """The C type that holds one element of ``dtype`` (``float32`` -> ``"float"``).
+
+    Used to write template arguments and messages. Raises TypeError for dtypes with no CUDA C
+    counterpart (float16, strings, objects).
+    """
+    dt = np.dtype(dtype)
+    try:
+        return _C_NAMES[dt.name]
+    except KeyError:
+        raise TypeError(f"dtype {dt.name} has no CUDA C type that cunumpy knows") from None
+
+
+@dataclass(frozen=True)
+class CudaParam:
+    """One parameter of a ``__global__`` function.
+
+    Attributes
+    ----------
+    name : str
+        The parameter name as written (``"p3"`` style names are made up for unnamed ones).
+    ctype : str
+        The normalised base type without qualifiers or ``*`` (``"unsigned int"``, ``"T"``).
+    pointer : bool
+        True for ``T*`` and ``T x[]``.
+    const : bool
+        True when the pointee (for a pointer) or the value is ``const``. A non-const pointer is
+        an output: ``check_finite`` scans it.
+    dtype : numpy.dtype or None
+        The element dtype (pointers) or value dtype (scalars); None for ``void*`` and for types
+        outside :data:`C_TYPES`.
+    text : str
+        The parameter as written in the source, whitespace collapsed.
+    """
+
+    name: str
+    ctype: str
+    pointer: bool
+    const: bool
+    dtype: np.dtype | None
+    text: str
+
+    def describe(self) -> str:
+        """``"const float* x"`` style description used in messages."""
+        return self.text
+
+
+@dataclass(frozen=True)
+class TemplateParam:
+    """One parameter of a ``template <...>`` head: ``typename T`` (kind ``"type"``) or
+    ``int N`` (kind ``"value"`` with its C type in ``ctype``)."""
+
+    name: str
+    kind: str
+    ctype: str | None = None
+
+
+@dataclass(frozen=True)
+class CudaSignature:
+    """A parsed ``__global__`` function: name, parameters, template head, linkage."""
+
+    name: str
+    params: tuple[CudaParam, ...]
+    template: tuple[TemplateParam, ...] = ()
+    extern_c: bool = False
+    text: str = field(default="", compare=False)
+
+    @property
+    def is_template(self) -> bool:
+        return bool(self.template)
+
+    def param(self, name: str) -> CudaParam:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        head = ""
+        if self.template:
+            parts = [
+                (f"typename {t.name}" if t.kind == "type" else f"{t.ctype} {t.name}")
+                for t in self.template
+            ]
+            head = f"template <{', '.join(parts)}> "
+        return f"{head}__global__ void {self.name}({', '.join(p.text for p in self.params)})"
+
+
+def strip_comments(source: str) -> str:
+    """Blank out comments, string and character literals, keeping every newline and offset.
+
+    Each removed character becomes a space (newlines stay), so positions in the result match
+    positions in ``source``.
+    """
+    out = list(source)
+    i, n = 0, len(source)
+    while i < n:
+        c = source[i]
+        if c == "/" and i + 1 < n and source[i + 1] == "/":
+            j = source.find("\n", i)
+            j = n if j < 0 else j
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+        elif c == "/" and i + 1 < n and source[i + 1] == "*":
+            j = source.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            for k in range(i, j):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and source[j] != c and source[j] != "\n":
+                j += 2 if source[j] == "\\" else 1
+            j = min(j + 1, n)
+            # Keep the quotes (extern "C" must still be recognisable), blank the contents.
+            for k in range(i + 1, j - 1):
+                out[k] = " "
+            i = j
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _match_close(text: str, start: int, open_c: str, close_c: str) -> int:
+    """Index just after the bracket that closes the one at ``start``; -1 if unbalanced."""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == open_c:
+            depth += 1
+        elif c == close_c:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return -1
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside (), <>, [] and {}."""
+    parts, depth, cur = [], 0, []
+    for c in text:
+        if c in "(<[{":
+            depth += 1
+        elif c in ")>]}":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    last = "".join(cur)
+    if last.strip() or parts:
+        parts.append(last)
+    return [p.strip() for p in parts]
+
+
+@dataclass(frozen=True)
+class _Found:
+    name: str
+    start: int  # offset of the __global__ keyword
+    params_text: str
+    template_text: str | None
+    extern_c: bool
+
+
+def _find_all(clean: str) -> list[_Found]:
+    found = []
+    for m in _GLOBAL.finditer(clean):
+        # The function name is the last identifier before the first '(' that is not part of
+        # __launch_bounds__(...) or __declspec/__attribute__ style decorations.
+        i = m.end()
+        name = None
+        paren = -1
+        while i < len(clean):
+            id_m = _IDENT.match(clean, i)
+            if id_m:
+                word = id_m.group(0)
+                j = id_m.end()
+                k = j
+                while k < len(clean) and clean[k].isspace():
+                    k += 1
+                if word in ("__launch_bounds__", "__attribute__", "__declspec", "__maxnreg__",
+                            "__cluster_dims__", "alignas"):
+                    if k < len(clean) and clean[k] == "(":
+                        end = _match_close(clean, k, "(", ")")
+                        if end < 0:
+                            break
+                        i = end
+                        continue
+                if k < len(clean) and clean[k] == "(":
+                    name, paren = word, k
+                    break
+                i = j
+                continue
+            c = clean[i]
+            if c in ";{}":
+                break
+            i += 1
+        if name is None:
+            continue
+        end = _match_close(clean, paren, "(", ")")
+        if end < 0:
+            continue
+        params_text = clean[paren + 1 : end - 1]
+        before = clean[: m.start()]
+        template_text = _template_before(before)
+        extern_c = _extern_c_before(before)
+        found.append(_Found(name, m.start(), params_text, template_text, extern_c))
+    return found
+
+
+def _template_before(before: str) -> str | None:
+    """The ``<...>`` text of a ``template`` head that directly precedes a __global__ keyword."""
+    stripped = before.rstrip()
+    # Allow words such as 'static', 'inline' or 'extern "C"' between the head and __global__.
+    tail = re.search(r"((?:\b(?:static|inline|__forceinline__|extern\s*\"\s*\")\s*)*)$", stripped)
+    core = stripped[: tail.start()] if tail else stripped
+    core = core.rstrip()
+    if not core.endswith(">"):
+        return None
+    depth = 0
+    for i in range(len(core) - 1, -1, -1):
+        c = core[i]
+        if c == ">":
+            depth += 1
+        elif c == "<":
+            depth -= 1
+            if depth == 0:
+                head = core[:i].rstrip()
+                if re.search(r"\btemplate$", head):
+                    return core[i + 1 : -1]
+                return None
+    return None
+
+
+def _extern_c_before(before: str) -> bool:
+    """True when the __global__ sits in ``extern "C"`` (a prefix or an open ``extern "C" {``)."""
+    stripped = before.rstrip()
+    if re.search(r"extern\s*\"\s*\"\s*$", stripped) or re.search(
+        r"extern\s*\"\s*\"\s*(?:static\s+|inline\s+)*$", stripped
+    ):
+        # The literal's contents were blanked by strip_comments; an extern with a one-letter
+        # literal directly before __global__ is extern "C" in practice (checked on the raw text
+        # by the caller).
+        return True
+    # Inside an extern "C" { ... } block: find the last such opening and check it is not closed.
+    for m in reversed(list(re.finditer(r"extern\s*\"\s*\"\s*\{", before))):
+        brace = m.end() - 1
+        end = _match_close(before + "}", brace, "{", "}")
+        return end == len(before) + 1
+    return False
+
+
+def find_global_functions(source: str) -> list[str]:
+    """Names of the ``__global__`` functions in ``source``, in order of appearance."""
+    return [f.name for f in _find_all(strip_comments(source))]
+
+
+def _normalise_type(words: list[str]) -> str:
+    """Join type words into a canonical spelling (``long int`` -> ``long``)."""
+    if words and all(w in _INT_WORDS for w in words):
+        unsigned = "unsigned" in words
+        longs = words.count("long")
+        if "char" in words:
+            base = "char"
+            if unsigned:
+                return "unsigned char"
+            if "signed" in words:
+                return "signed char"
+            return "char"
+        if "short" in words:
+            base = "short"
+        elif longs >= 2:
+            base = "long long"
+        elif longs == 1:
+            base = "long"
+        else:
+            base = "int"
+        return f"unsigned {base}" if unsigned else base
+    text = " ".join(words)
+    text = re.sub(r"\s*(<|>|,|::)\s*", r"\1", text)
+    for prefix in ("std::", "::", "cuda::std::", "thrust::"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    return text
+
+
+def _parse_param(text: str, index: int, template_types: Mapping[str, np.dtype | None]) -> CudaParam:
+    original = " ".join(text.split())
+    if "=" in text.split(">")[-1]:
+        text = text[: text.rindex("=")]
+    if "&" in text:
+        raise NotImplementedError(
+            f"parameter {index} ({original}) is a C++ reference; kernel parameters must be "
+            "pointers or values"
+        )
+    array = False
+    bracket = re.search(r"\[\s*\]\s*$", text)
+    if bracket:
+        array = True
+        text = text[: bracket.start()]
+    stars = text.count("*")
+    if stars > 1:
+        raise NotImplementedError(
+            f"parameter {index} ({original}) is a pointer to a pointer; cunumpy passes flat "
+            "arrays only"
+        )
+    pointer = stars == 1 or array
+    # Tokenise: identifiers (with ::), template brackets kept with their base word.
+    tokens = re.findall(r"[A-Za-z_][\w:]*(?:\s*<[^>]*>)?|\*", text)
+    words = [t for t in tokens if t != "*"]
+    const = False
+    if pointer:
+        # 'const' before the '*' qualifies the pointee; after it, the pointer itself.
+        star = text.find("*") if stars else len(text)
+        const = bool(re.search(r"\bconst\b", text[:star]))
+    else:
+        const = "const" in words
+    words = [w for w in words if w not in _QUALIFIERS]
+    if not words:
+        raise ValueError(f"cannot parse kernel parameter {index}: {original!r}")
+    # The last word is the name, unless the parameter is unnamed (only type words remain).
+    if len(words) >= 2 and not (
+        words[-1] in _INT_WORDS or words[-1] in C_TYPES or words[-1] in template_types
+    ):
+        name = words[-1]
+        type_words = words[:-1]
+    else:
+        name = f"p{index}"
+        type_words = words
+    ctype = _normalise_type(type_words)
+    if ctype in template_types:
+        dtype = template_types[ctype]
+    elif ctype == "void":
+        if not pointer:
+            raise ValueError(f"kernel parameter {index} ({original}) has type void")
+        dtype = None
+    else:
+        dtype = C_TYPES.get(ctype)
+    return CudaParam(name, ctype, pointer, const, dtype, original)
+
+
+def _parse_template_head(text: str) -> tuple[TemplateParam, ...]:
+    params = []
+    for part in _split_top(text):
+        if not part:
+            continue
+        body = part.split("=")[0].strip()
+        words = body.split()
+        if not words:
+            continue
+        if words[0] in ("typename", "class"):
+            params.append(TemplateParam(words[-1], "type"))
+        else:
+            params.append(TemplateParam(words[-1], "value", _normalise_type(words[:-1])))
+    return tuple(params)
+
+
+def parse_signature(
+    source: str,
+    name: str | None = None,
+    template_dtypes: Mapping[str, Any] | None = None,
+) -> CudaSignature:
+    """Parse the ``__global__`` function ``name`` in ``source``.
+
+    Parameters
+    ----------
+    source : str
+        CUDA C++ source text.
+    name : str, optional
+        The kernel's name. ``None`` picks the only ``__global__`` function and raises
+        ValueError when there are several.
+    template_dtypes : mapping, optional
+        Template type parameters resolved to dtypes (``{"T": numpy.float64}``); a parameter of
+        such a type gets that dtype. Unresolved template types give ``dtype=None``.
+
+    Raises
+    ------
+    ValueError
+        No ``__global__`` function of that name, several candidates, or an unparsable list.
+    NotImplementedError
+        A parameter is a reference or a pointer to a pointer.
+    """
+    clean = strip_comments(source)
+    found = _find_all(clean)
+    if not found:
+        raise ValueError("the source defines no __global__ function")
+    if name is None:
+        names = sorted({f.name for f in found})
+        if len(names) > 1:
+            raise ValueError(
+                f"the source defines several __global__ functions ({', '.join(names)}); "
+                "pass name= to pick one"
+            )
+        name = names[0]
+    matches = [f for f in found if f.name == name]
+    if not matches:
+        raise ValueError(
+            f"no __global__ function named {name!r} in the source; it defines "
+            f"{', '.join(sorted({f.name for f in found}))}"
+        )
+    # A declaration followed by a definition gives two matches; the parameter lists agree.
+    f = matches[-1]
+    template = _parse_template_head(f.template_text) if f.template_text is not None else ()
+    resolved: dict[str, np.dtype | None] = {t.name: None for t in template if t.kind == "type"}
+    for key, value in (template_dtypes or {}).items():
+        resolved[key] = None if value is None else np.dtype(value)
+    extern_c = f.extern_c and _raw_extern_c(source, f.start)
+    params_src = f.params_text.strip()
+    parts = [] if params_src in ("", "void") else _split_top(params_src)
+    params = tuple(_parse_param(p, i, resolved) for i, p in enumerate(parts))
+    seen = set()
+    for p in params:
+        if p.name in seen:
+            raise ValueError(f"kernel {name!r} has two parameters named {p.name!r}")
+        seen.add(p.name)
+    return CudaSignature(name, params, template, extern_c, " ".join(f.params_text.split()))
+
+
+def _raw_extern_c(source: str, global_start: int) -> bool:
+    """Confirm on the raw text that the blanked literal before __global__ was "C"."""
+    before = source[:global_start]
+    last = max(before.rfind('extern "C"'), before.rfind("extern\"C\""))
+    return last >= 0
+
+
+def format_template_args(
+    name: str, template: Sequence[TemplateParam], args: Sequence[Any] | Mapping[str, Any]
+) -> tuple[str, dict[str, np.dtype | None]]:
+    """The CuPy/NVRTC name expression for one instantiation, and the resolved type parameters.
+
+    ``args`` is a sequence in the template's order or a mapping by template parameter name.
+    Values: a dtype-like (``numpy.float32``, ``"float64"``) becomes its C type; a ``str`` that
+    is not a dtype name is passed through verbatim (``"float"``, ``"unsigned int"``,
+    ``"MyFunctor"``); ``bool`` becomes ``true``/``false``; an ``int`` becomes decimal.
+
+    Returns
+    -------
+    expression : str
+        ``"scale<double, 3>"``.
+    dtypes : dict
+        Template type parameter name -> dtype (None where the C type has no dtype).
+    """
+    if isinstance(args, Mapping):
+        missing = [t.name for t in template if t.name not in args]
+        extra = [k for k in args if k not in {t.name for t in template}]
+        if missing or extra:
+            raise ValueError(
+                f"template_args for {name!r} must name exactly {[t.name for t in template]}; "
+                f"missing {missing}, unknown {extra}"
+            )
+        values = [args[t.name] for t in template]
+    else:
+        values = list(args)
+        if template and len(values) != len(template):
+            raise ValueError(
+                f"kernel {name!r} has {len(template)} template parameters "
+                f"({', '.join(t.name for t in template)}); template_args gave {len(values)}"
+            )
+    texts: list[str] = []
+    dtypes: dict[str, np.dtype | None] = {}
+    for i, value in enumerate(values):
+        tparam = template[i] if i < len(template) else None
+        if isinstance(value, (bool, np.bool_)):
+            text = "true" if value else "false"
+        elif isinstance(value, (int, np.integer)):
+            text = str(int(value))
+        elif isinstance(value, str) and (
+            value in C_TYPES or _normalise_type(value.split()) in C_TYPES
+        ):
+            text = _normalise_type(value.split())
+            if tparam is not None and tparam.kind == "type":
+                dtypes[tparam.name] = C_TYPES[text]
+        else:
+            try:
+                dt = np.dtype(value)
+            except TypeError:
+                dt = None
+            if dt is not None and dt.name in _C_NAMES and not isinstance(value, str | bytes):
+                text = _C_NAMES[dt.name]
+                if tparam is not None and tparam.kind == "type":
+                    dtypes[tparam.name] = dt
+            elif isinstance(value, str):
+                if dt is not None and dt.name in _C_NAMES and value == dt.name:
+                    text = _C_NAMES[dt.name]
+                    if tparam is not None and tparam.kind == "type":
+                        dtypes[tparam.name] = dt
+                else:
+                    text = value.strip()
+                    if tparam is not None and tparam.kind == "type":
+                        dtypes[tparam.name] = None
+            else:
+                raise TypeError(
+                    f"template argument {i} of {name!r} is {value!r}; give a dtype, a C type "
+                    "string, an int or a bool"
+                )
+        texts.append(text)
+    return f"{name}<{', '.join(texts)}>", dtypes

@@ -1,0 +1,815 @@
+"""``CudaKernel``: a CUDA C++ ``__global__`` function called like a Python function.
+
+The front end parses the kernel's signature once, checks each call's arguments against it
+(never copying an array), works out the launch geometry and hands the launch to an engine
+(:mod:`cunumpy.kernels._cuda_engines`): CuPy on an NVIDIA GPU, or the CPU emulator.
+
+Speed: the per-call path is a small function generated for each kernel and engine, with one
+inline test per parameter (exact array class, exact dtype object, C-contiguity; or exact Python
+number type and range). Anything that misses those tests goes to the general checks, which give
+the error messages. The generated text is shown by :meth:`CudaKernel.launcher_source`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import numbers
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from cunumpy import config
+from cunumpy.kernels._cuda_engines import (
+    DEFAULT_LIMITS,
+    CudaEngine,
+    CudaLaunchError,
+    CudaLimits,
+    default_cuda_engine,
+    get_cuda_engine,
+)
+from cunumpy.kernels._cuda_signature import (
+    CudaParam,
+    CudaSignature,
+    format_template_args,
+    parse_signature,
+)
+
+__all__ = ["CudaKernel", "LaunchConfig"]
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
+
+
+class LaunchConfig(NamedTuple):
+    """A launch's geometry: ``grid`` (blocks) and ``block`` (threads), both 3-tuples, and the
+    dynamic shared memory in bytes."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int
+
+
+class _NoArrayType:
+    """Stands for 'no array class is accepted on the fast path' (CuPy absent, say)."""
+
+
+def _describe(value: Any) -> str:
+    """``float32[1024]`` for an array, ``int 3`` for a scalar."""
+    dtype = getattr(value, "dtype", None)
+    shape = getattr(value, "shape", None)
+    if dtype is not None and shape is not None and not isinstance(value, np.generic):
+        try:
+            return f"{np.dtype(dtype).name}{list(shape)}"
+        except TypeError:
+            pass
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _array_library(value: Any) -> str:
+    module = type(value).__module__.split(".")[0]
+    return {"numpy": "NumPy", "cupy": "CuPy", "torch": "PyTorch", "jax": "JAX"}.get(module, module)
+
+
+def _dims(value: Any, what: str, tag: str, allow_zero: bool) -> tuple[int, ...]:
+    """Validate a 1-3 element size (int or sequence of ints)."""
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    if not 1 <= len(items) <= 3:
+        raise ValueError(f"{tag} {what}={value!r} must have 1 to 3 dimensions")
+    out = []
+    for v in items:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{tag} {what}={value!r} must be an int or a tuple of 1-3 ints")
+        v = int(v)
+        if v < 0 or (v == 0 and not allow_zero):
+            raise ValueError(
+                f"{tag} {what}={value!r}: every extent must be "
+                f"{'>= 0' if allow_zero else 'positive'}"
+            )
+        out.append(v)
+    return tuple(out)
+
+
+def default_block(ndim: int, block_size: int) -> tuple[int, int, int]:
+    """Split ``block_size`` threads over ``ndim`` dimensions, x first.
+
+    1-D: ``(block_size, 1, 1)``. 2-D: x takes ``gcd(block_size, 32)`` threads (a warp's width
+    when block_size is a multiple of 32), y the rest: ``128 -> (32, 4, 1)``. 3-D: x as in 2-D,
+    the rest split between y (the smaller factor) and z: ``128 -> (32, 2, 2)``.
+    """
+    if ndim == 1:
+        return (block_size, 1, 1)
+    x = math.gcd(block_size, 32) if block_size >= 32 else block_size
+    rest = block_size // x
+    if ndim == 2:
+        return (x, rest, 1)
+    y = max(d for d in range(1, math.isqrt(rest) + 1) if rest % d == 0)
+    return (x, y, rest // y)
+
+
+class CudaKernel:
+    """A CUDA C++ kernel, compiled on first use and called like a function.
+
+    Parameters
+    ----------
+    source : str
+        CUDA C++ source containing the ``__global__`` function (and anything it needs).
+    name : str or None
+        The kernel's name. ``None`` picks the only ``__global__`` function in ``source``.
+    block_size : int, default 128
+        Threads per block for launches given as ``n_threads=`` (or inferred). Split over the
+        dimensions by :func:`default_block`.
+    options : sequence of str, default ()
+        Compiler options (NVRTC's, such as ``"--use_fast_math"``, ``"-DN=4"``).
+    include_dirs : sequence of path, default ()
+        Directories searched for ``#include`` files (passed as ``-I``). The contents of every
+        header found there (or beside a file given to :meth:`from_file`) are part of the
+        compilation's cache key: change a header and the next new kernel object recompiles.
+    template_args : sequence or mapping, optional
+        For a ``template <...>`` kernel: one instantiation, as values in the template's order or
+        by template parameter name. Dtypes (``numpy.float64``) become C types, ints decimal,
+        bools ``true``/``false``; other strings pass through verbatim (CuPy name expressions).
+    check_signature : bool, default True
+        Check every call's arguments against the parsed signature. ``False`` passes arguments
+        through unchecked (scalars must then be NumPy scalars of the right type); use it only for
+        signatures the parser cannot read (macros, vector or struct types).
+    engine : str or CudaEngine, optional
+        What runs the launches: ``"cupy"``, ``"emulator"`` or an engine object. Default: the
+        engine named by ``CUNUMPY_CUDA_ENGINE`` at each call (``cupy`` when unset).
+    debug : bool, optional
+        Synchronise after every launch and re-raise errors from the kernel's execution as
+        :class:`~cunumpy.kernels.CudaLaunchError` naming the kernel, grid and block. Default:
+        ``CUNUMPY_CUDA_DEBUG=1`` at construction. The attribute can be changed later.
+
+    Notes
+    -----
+    **Calling.** ``kernel(*args, n_threads=None, grid=None, block=None, shared_mem=0,
+    stream=None, check_finite=False)`` passes one argument per kernel parameter, in order:
+
+    - A pointer parameter (``const float* x``, ``double y[]``) takes a C-contiguous array of
+      exactly the pointee's dtype, on the engine's side: a device array (CuPy, or anything with
+      ``__cuda_array_interface__``) for ``cupy``, a NumPy array for the emulator. Arrays are
+      never copied or converted: a NumPy array passed to the ``cupy`` engine raises TypeError
+      saying how to move it once (:func:`cunumpy.to_cupy`). ``void*`` takes any dtype.
+    - A scalar parameter takes a Python or NumPy number, range-checked and converted to the C
+      type: out of range raises OverflowError, a float for an integer parameter TypeError.
+
+    **Geometry.** ``n_threads`` (an int or a tuple of 1-3 ints) asks for at least that many
+    threads per dimension: ``grid = ceil(n_threads / block)``; ``block`` defaults to
+    ``block_size`` threads. ``grid=`` and ``block=`` have CUDA's meaning (blocks per grid,
+    threads per block). With neither ``n_threads`` nor ``grid``, ``n_threads`` is the ``size``
+    of the first array argument. The kernel must guard its own index: the last block can hold
+    threads past ``n_threads``. Sizes are checked against the device's limits; a launch with a
+    zero extent checks its arguments and returns without running.
+
+    **Compilation** happens at the first launch on each device and is cached for the process,
+    per device and per variant (source, options, template instantiation, header contents); the
+    CuPy engine also keeps binaries in CuPy's disk cache.
+
+    **Debug aids.** ``check_finite=True`` synchronises after the launch and raises
+    FloatingPointError naming the first non-const floating-point array argument that holds NaN
+    or inf, with the count and first index. ``debug`` mode (above) synchronises after every
+    launch.
+
+    Examples
+    --------
+    >>> import cunumpy as xp
+    >>> saxpy = xp.kernels.CudaKernel(r'''
+    ... extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+    ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ...     if (i < n) y[i] = a * x[i] + y[i];
+    ... }''', "saxpy")
+    >>> saxpy.signature.params[2].text
+    'const float* x'
+    >>> # x = xp.ones(1000, dtype=xp.float32); y = xp.zeros_like(x)   (on the cupy backend)
+    >>> # saxpy(x.size, 2.0, x, y)       # grid (8, 1, 1), block (128, 1, 1): inferred from x
+    """
+
+    def __init__(
+        self,
+        source: str,
+        name: str | None = None,
+        *,
+        block_size: int = 128,
+        options: Sequence[str] = (),
+        include_dirs: Sequence[str | os.PathLike] = (),
+        template_args: Sequence[Any] | Mapping[str, Any] | None = None,
+        check_signature: bool = True,
+        engine: str | CudaEngine | None = None,
+        debug: bool | None = None,
+        _source_path: str | None = None,
+    ) -> None:
+        if not isinstance(source, str):
+            raise TypeError(f"CudaKernel source must be a str, got {type(source).__name__}")
+        tag = f"[cuda kernel {name!r}]" if name else "[cuda kernel]"
+        if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)):
+            raise TypeError(f"{tag} block_size must be an int, got {block_size!r}")
+        if not 1 <= int(block_size) <= DEFAULT_LIMITS.max_threads_per_block:
+            raise ValueError(
+                f"{tag} block_size={block_size} must be between 1 and "
+                f"{DEFAULT_LIMITS.max_threads_per_block}"
+            )
+        if isinstance(options, str):
+            raise TypeError(f"{tag} options must be a sequence of str, not one str")
+        self._source = source
+        self._source_path = _source_path
+        self.block_size = int(block_size)
+        self.options: tuple[str, ...] = tuple(str(o) for o in options)
+        dirs = [str(Path(d).resolve()) for d in include_dirs]
+        if _source_path is not None:
+            here = str(Path(_source_path).resolve().parent)
+            if here not in dirs:
+                dirs.insert(0, here)
+        self.include_dirs: tuple[str, ...] = tuple(dirs)
+        self.check_signature = bool(check_signature)
+        self.debug = config.env_flag("CUNUMPY_CUDA_DEBUG") if debug is None else bool(debug)
+        self._engine = None if engine is None else get_cuda_engine(engine)
+
+        # Parse once without template dtypes to learn the template head, then with them.
+        try:
+            signature = parse_signature(source, name)
+        except (ValueError, NotImplementedError) as exc:
+            if check_signature:
+                raise type(exc)(f"{tag} {exc}") from exc
+            if name is None:
+                raise ValueError(f"{tag} name= is required when the signature is not parsed") from exc
+            signature = None
+        self.name: str = signature.name if signature is not None else str(name)
+        tag = f"[cuda kernel {self.name!r}]"
+        self._name_expression: str | None = None
+        self.template_args = template_args
+        if signature is not None and signature.is_template:
+            if template_args is None:
+                raise TypeError(
+                    f"{tag} is a template ({signature}); give template_args= with one "
+                    f"instantiation, e.g. template_args=({', '.join(t.name for t in signature.template)})"
+                )
+            expr, dtypes = format_template_args(self.name, signature.template, template_args)
+            self._name_expression = expr
+            signature = parse_signature(source, self.name, dtypes)
+        elif template_args is not None:
+            if signature is None:
+                expr, _ = format_template_args(self.name, (), template_args)
+                self._name_expression = expr
+            else:
+                raise ValueError(f"{tag} is not a template; template_args must be None")
+        elif signature is not None and not signature.extern_c:
+            self._name_expression = self.name  # C++ linkage: NVRTC looks the mangled name up
+        self.signature: CudaSignature | None = signature
+        if self.check_signature and signature is not None:
+            for p in signature.params:
+                if p.dtype is None and not (p.pointer and p.ctype == "void"):
+                    raise NotImplementedError(
+                        f"{tag} parameter {p.name!r} ({p.text}) has type {p.ctype!r}, which "
+                        "cunumpy cannot check; pass check_signature=False to send arguments "
+                        "unchecked (NumPy scalars of the right type, arrays of the right layout)"
+                    )
+        self._params: tuple[CudaParam, ...] = signature.params if signature is not None else ()
+        self._nparams = len(self._params) if signature is not None else -1
+        self._first_array = next(
+            (i for i, p in enumerate(self._params) if p.pointer), None
+        )
+        self._outputs = tuple(
+            i for i, p in enumerate(self._params)
+            if p.pointer and not p.const and p.dtype is not None and p.dtype.kind in "fc"
+        )
+        self._launchers: dict[CudaEngine, Any] = {}
+        self._prepared: dict[CudaEngine, Any] = {}
+        self._sources: dict[CudaEngine, str] = {}
+        self._last: tuple[Any, Any] = (None, None)
+        self._forget_functions: list[Any] = []
+        self._compile_cache: tuple[str, tuple[str, ...], str | None] | None = None
+
+    # -- construction helpers ------------------------------------------------------------------
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, name: str | None = None, **kwargs: Any) -> CudaKernel:
+        """Read the kernel from a ``.cu`` file; its directory is searched for includes.
+
+        ``name=None`` picks the only ``__global__`` function in the file. Other keyword arguments
+        are those of :class:`CudaKernel`.
+        """
+        path = Path(path)
+        source = path.read_text()
+        return cls(source, name, _source_path=str(path), **kwargs)
+
+    @property
+    def source(self) -> str:
+        """The source text as given."""
+        return self._source
+
+    @property
+    def params(self) -> tuple[CudaParam, ...]:
+        """The parsed parameters (empty when the signature was not parsed)."""
+        return self._params
+
+    @property
+    def name_expression(self) -> str | None:
+        """What NVRTC looks up: ``"scale<double, 3>"`` for a template instantiation, the name
+        for a C++-linkage kernel, None for an ``extern "C"`` one."""
+        return self._name_expression
+
+    @property
+    def engine(self) -> CudaEngine | None:
+        """The engine fixed at construction, or None (the default engine at each call)."""
+        return self._engine
+
+    def __repr__(self) -> str:
+        sig = str(self.signature) if self.signature is not None else self.name
+        return f"<CudaKernel {sig}>"
+
+    # -- headers and compilation inputs --------------------------------------------------------
+    def headers(self) -> list[Path]:
+        """The included files found on disk (recursively), in the order first met.
+
+        Quoted includes are searched beside the including file (or the source file), then in
+        ``include_dirs``; angle-bracket includes in ``include_dirs`` only. Headers not found
+        (the CUDA toolkit's own) are left to the compiler.
+        """
+        found: list[Path] = []
+        seen: set[Path] = set()
+
+        def visit(text: str, here: Path | None) -> None:
+            for m in _INCLUDE.finditer(text):
+                quote, rel = m.group(1), m.group(2).strip()
+                candidates = []
+                if quote == '"' and here is not None:
+                    candidates.append(here / rel)
+                candidates.extend(Path(d) / rel for d in self.include_dirs)
+                for c in candidates:
+                    if c.is_file():
+                        c = c.resolve()
+                        if c not in seen:
+                            seen.add(c)
+                            found.append(c)
+                            visit(c.read_text(errors="replace"), c.parent)
+                        break
+
+        start = Path(self._source_path).resolve().parent if self._source_path else None
+        visit(self._source, start)
+        return found
+
+    def header_digest(self) -> str:
+        """SHA-256 over the paths and contents of :meth:`headers` ("" when there are none)."""
+        files = self.headers()
+        if not files:
+            return ""
+        h = hashlib.sha256()
+        for f in files:
+            h.update(str(f).encode())
+            h.update(b"\0")
+            h.update(f.read_bytes())
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def _compile_inputs(self) -> tuple[str, tuple[str, ...], str | None]:
+        """``(code, options, name_expression)`` handed to the compiler; computed once per
+        kernel object (headers are read then)."""
+        if self._compile_cache is None:
+            digest = self.header_digest()
+            code = self._source
+            if digest:
+                code = f"{code}\n// cunumpy: included headers sha256 {digest}\n"
+            options = self.options + tuple(f"-I{d}" for d in self.include_dirs)
+            self._compile_cache = (code, options, self._name_expression)
+        return self._compile_cache
+
+    def compiled_source(self) -> str:
+        """The exact text given to the compiler (the source plus a header-digest comment)."""
+        return self._compile_inputs()[0]
+
+    def recompile(self) -> None:
+        """Forget compiled functions and re-read headers at the next launch."""
+        self._compile_cache = None
+        for forget in self._forget_functions:
+            forget()
+
+    # -- messages ------------------------------------------------------------------------------
+    def _tag(self, engine: CudaEngine | str) -> str:
+        name = engine if isinstance(engine, str) else engine.name
+        return f"[{name} kernel {self.name!r}]"
+
+    def _launch_message(self, engine: str, what: str, grid: tuple, block: tuple,
+                        shared_mem: int, exc: BaseException | None = None) -> str:
+        text = (
+            f"{self._tag(engine)} {what} with grid {tuple(grid)}, block {tuple(block)}, "
+            f"shared_mem {shared_mem}"
+        )
+        if exc is not None:
+            text += f": {type(exc).__name__}: {exc}"
+        return text
+
+    def _param_label(self, index: int) -> str:
+        if index < len(self._params):
+            p = self._params[index]
+            return f"argument {p.name!r} (parameter {index}, {p.text})"
+        return f"argument {index}"
+
+    # -- argument checks (slow path: also the error messages) ---------------------------------
+    def _check_array(self, engine: CudaEngine, index: int, value: Any) -> Any:
+        p = self._params[index]
+        tag = self._tag(engine)
+        label = f"argument {p.name!r} ({_describe(value)})"
+        cls = type(value)
+        is_device = hasattr(cls, "__cuda_array_interface__") or hasattr(
+            value, "__cuda_array_interface__"
+        )
+        is_host = not is_device and (
+            hasattr(cls, "__array_interface__") or hasattr(value, "__array_interface__")
+        )
+        if engine.array_space == "device":
+            if is_host:
+                raise TypeError(
+                    f"{tag} {label} is a {_array_library(value)} (host) array, but parameter "
+                    f"'{p.text}' needs a device array. CudaKernel never copies arrays "
+                    f"implicitly: move it once with cunumpy.to_cupy({p.name}) (or "
+                    "cupy.asarray) and keep using the device copy"
+                )
+            if not is_device:
+                raise TypeError(
+                    f"{tag} {label}: parameter '{p.text}' needs a device array "
+                    f"(CuPy) of {self._dtype_text(p)}, got {type(value).__name__}"
+                )
+            interface = value.__cuda_array_interface__
+        else:
+            if is_device:
+                raise TypeError(
+                    f"{tag} {label} is a {_array_library(value)} device array, but the "
+                    f"{engine.name} engine runs on the CPU and takes NumPy arrays. CudaKernel "
+                    f"never copies arrays implicitly: copy it once with "
+                    f"cunumpy.to_numpy({p.name})"
+                )
+            if not is_host:
+                raise TypeError(
+                    f"{tag} {label}: parameter '{p.text}' needs a NumPy array of "
+                    f"{self._dtype_text(p)}, got {type(value).__name__}"
+                )
+            interface = value.__array_interface__
+        dtype = np.dtype(value.dtype)
+        if p.dtype is not None and dtype != p.dtype:
+            raise TypeError(
+                f"{tag} {label} has dtype {dtype.name}, but parameter '{p.text}' needs "
+                f"{p.dtype.name}. Arrays are never converted implicitly: convert once with "
+                f"{p.name}.astype({p.dtype.name}) and pass the result"
+            )
+        shape = tuple(interface["shape"])
+        strides = interface.get("strides")
+        if strides is not None:
+            expected, step = [], dtype.itemsize
+            for extent in reversed(shape):
+                expected.append(step)
+                step *= extent
+            expected.reverse()
+            contiguous = all(
+                s == e for s, e, n in zip(strides, expected, shape, strict=True) if n > 1
+            ) or math.prod(shape) == 0
+            if not contiguous:
+                raise ValueError(
+                    f"{tag} {label} is not C-contiguous (strides {tuple(strides)}), but "
+                    f"parameter '{p.text}' is a flat pointer. Make a contiguous copy once "
+                    f"(ascontiguousarray) and pass that; writes land in the copy"
+                )
+        readonly = interface["data"][1]
+        if readonly and not p.const:
+            raise ValueError(
+                f"{tag} {label} is read-only, but parameter '{p.text}' is not const (the "
+                "kernel may write it); pass a writeable array or declare the parameter const"
+            )
+        ptr = interface["data"][0]
+        if not ptr and math.prod(shape) > 0:
+            raise ValueError(f"{tag} {label} has a null data pointer")
+        return engine.adopt_array(value)
+
+    @staticmethod
+    def _dtype_text(p: CudaParam) -> str:
+        return p.dtype.name if p.dtype is not None else "any dtype"
+
+    def _check_scalar(self, engine: CudaEngine, index: int, value: Any) -> Any:
+        p = self._params[index]
+        tag = self._tag(engine)
+        dt = p.dtype
+        assert dt is not None
+        label = f"argument {p.name!r} ({_describe(value)})"
+        if hasattr(value, "shape") and not isinstance(value, np.generic):
+            raise TypeError(
+                f"{tag} {label} is an array, but parameter '{p.text}' is a scalar; pass a "
+                "Python number or a NumPy scalar"
+            )
+        kind = dt.kind
+        if kind == "b":
+            if isinstance(value, (bool, np.bool_)):
+                return dt.type(value)
+            raise TypeError(f"{tag} {label}: parameter '{p.text}' takes a bool")
+        if kind in "iu":
+            if isinstance(value, (bool, np.bool_)) or isinstance(value, numbers.Integral):
+                v = int(value)
+                info = np.iinfo(dt)
+                if not info.min <= v <= info.max:
+                    raise OverflowError(
+                        f"{tag} argument {p.name!r} = {v} does not fit parameter '{p.text}' "
+                        f"({dt.name}, {info.min}..{info.max})"
+                    )
+                return dt.type(v)
+            raise TypeError(
+                f"{tag} {label}: parameter '{p.text}' takes an integer ({dt.name}); "
+                "CudaKernel does not truncate floats, convert explicitly with int()"
+            )
+        if kind == "f":
+            if isinstance(value, numbers.Real):
+                try:
+                    v = float(value)
+                except OverflowError as exc:
+                    raise OverflowError(
+                        f"{tag} argument {p.name!r} = {value} does not fit parameter "
+                        f"'{p.text}' ({dt.name})"
+                    ) from exc
+                big = float(np.finfo(dt).max)
+                if math.isfinite(v) and abs(v) > big:
+                    raise OverflowError(
+                        f"{tag} argument {p.name!r} = {v!r} does not fit parameter '{p.text}' "
+                        f"({dt.name}, largest finite {big:.7g})"
+                    )
+                return dt.type(v)
+            raise TypeError(f"{tag} {label}: parameter '{p.text}' takes a real number ({dt.name})")
+        if kind == "c":
+            if isinstance(value, numbers.Complex):
+                return dt.type(complex(value))
+            raise TypeError(f"{tag} {label}: parameter '{p.text}' takes a number ({dt.name})")
+        raise TypeError(f"{tag} {label}: cannot pass a value for parameter '{p.text}'")
+
+    def check_args(self, *args: Any, engine: str | CudaEngine | None = None) -> tuple:
+        """Check ``args`` as a launch would and return what the engine would receive.
+
+        Useful to test argument handling without launching; raises the same errors.
+        """
+        eng = self._resolve_engine(engine)
+        return self._checked(eng, args)
+
+    def _resolve_engine(self, engine: str | CudaEngine | None) -> CudaEngine:
+        if engine is not None:
+            return get_cuda_engine(engine)
+        return self._engine if self._engine is not None else default_cuda_engine()
+
+    def _checked(self, engine: CudaEngine, args: tuple) -> tuple:
+        self._check_arity(engine, args)
+        if not self.check_signature or self.signature is None:
+            return tuple(args)
+        out = []
+        for i, (p, v) in enumerate(zip(self._params, args, strict=True)):
+            out.append(self._check_array(engine, i, v) if p.pointer else self._check_scalar(engine, i, v))
+        return tuple(out)
+
+    def _check_arity(self, engine: CudaEngine, args: tuple) -> None:
+        if self._nparams >= 0 and len(args) != self._nparams:
+            names = ", ".join(p.name for p in self._params)
+            raise TypeError(
+                f"{self._tag(engine)} takes {self._nparams} arguments ({names}); got {len(args)}"
+            )
+
+    # -- geometry ------------------------------------------------------------------------------
+    def launch_config(
+        self,
+        *args: Any,
+        n_threads: Any = None,
+        grid: Any = None,
+        block: Any = None,
+        shared_mem: int = 0,
+        limits: CudaLimits | None = None,
+        engine: str | CudaEngine | None = "",
+    ) -> LaunchConfig | None:
+        """The geometry a call with these arguments would launch, or None for a zero-size launch.
+
+        ``limits`` defaults to the engine's (:data:`DEFAULT_LIMITS` when none is given).
+        Raises the same errors as a call.
+        """
+        eng_name = "cuda"
+        if limits is None:
+            if engine == "":
+                limits = DEFAULT_LIMITS
+            else:
+                eng = self._resolve_engine(engine)
+                limits, eng_name = eng.limits(), eng.name
+        return self._geometry(eng_name, limits, args, n_threads, grid, block, shared_mem)
+
+    def _geometry(self, engine_name: str, limits: CudaLimits, args: tuple, n_threads: Any,
+                  grid: Any, block: Any, shared_mem: Any) -> LaunchConfig | None:
+        tag = self._tag(engine_name)
+        if n_threads is not None and grid is not None:
+            raise TypeError(f"{tag} give n_threads= or grid=, not both")
+        if isinstance(shared_mem, bool) or not isinstance(shared_mem, (int, np.integer)):
+            raise TypeError(f"{tag} shared_mem must be an int number of bytes, got {shared_mem!r}")
+        shared_mem = int(shared_mem)
+        if shared_mem < 0:
+            raise ValueError(f"{tag} shared_mem={shared_mem} must be >= 0")
+        if shared_mem > limits.max_shared_mem_optin:
+            raise ValueError(
+                f"{tag} shared_mem={shared_mem} bytes exceeds this device's limit of "
+                f"{limits.max_shared_mem_optin} bytes of dynamic shared memory per block"
+            )
+        b = _dims(block, "block", tag, allow_zero=False) if block is not None else None
+        if grid is not None:
+            g = _dims(grid, "grid", tag, allow_zero=True)
+            if b is None:
+                b = default_block(len(g), self.block_size)
+            g3 = (*g, 1, 1)[:3]
+        else:
+            if n_threads is None:
+                first = self._first_array_arg(args)
+                if first is None:
+                    raise TypeError(
+                        f"{tag} has no array argument to infer the launch size from; "
+                        "give n_threads= (total threads) or grid= and block="
+                    )
+                n_threads = int(math.prod(first.shape))
+            n = _dims(n_threads, "n_threads", tag, allow_zero=True)
+            if b is None:
+                b = default_block(len(n), self.block_size)
+            n3 = (*n, 1, 1)[:3]
+            b3 = (*b, 1, 1)[:3]
+            g3 = tuple(-(-ni // bi) for ni, bi in zip(n3, b3, strict=True))
+        b3 = (*b, 1, 1)[:3]
+        threads = b3[0] * b3[1] * b3[2]
+        if threads > limits.max_threads_per_block:
+            raise ValueError(
+                f"{tag} block {b3} has {threads} threads; this device allows at most "
+                f"{limits.max_threads_per_block} threads per block"
+            )
+        for axis, (bi, mi) in enumerate(zip(b3, limits.max_block, strict=True)):
+            if bi > mi:
+                raise ValueError(
+                    f"{tag} block {b3}: extent {bi} in dimension {'xyz'[axis]} exceeds the "
+                    f"device limit {mi}"
+                )
+        if 0 in g3:
+            return None
+        for axis, (gi, mi) in enumerate(zip(g3, limits.max_grid, strict=True)):
+            if gi > mi:
+                raise ValueError(
+                    f"{tag} grid {g3}: {gi} blocks in dimension {'xyz'[axis]} exceeds the "
+                    f"device limit {mi}; use fewer blocks (a grid-stride loop) or larger blocks"
+                )
+        return LaunchConfig(g3, b3, shared_mem)  # type: ignore[arg-type]
+
+    def _first_array_arg(self, args: tuple) -> Any:
+        if self.signature is not None and self.check_signature:
+            return None if self._first_array is None else args[self._first_array]
+        for a in args:
+            if hasattr(a, "shape") and not isinstance(a, np.generic):
+                return a
+        return None
+
+    # -- calling -------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        engine = self._engine
+        if engine is None:
+            engine = default_cuda_engine()
+        last = self._last
+        if last[0] is engine:
+            launcher = last[1]
+        else:
+            launcher = self._launcher_for(engine)
+        if len(args) != self._nparams:
+            self._check_arity(engine, args)
+        launcher(*args, **kwargs)
+
+    def _launcher_for(self, engine: CudaEngine) -> Any:
+        launcher = self._launchers.get(engine)
+        if launcher is None:
+            self._prepared[engine] = engine.prepare(self)
+            launcher = self._build_launcher(engine)
+            self._launchers[engine] = launcher
+        self._last = (engine, launcher)
+        return launcher
+
+    def launcher_source(self, engine: str | CudaEngine | None = None) -> str:
+        """The Python text of the per-call function generated for ``engine``."""
+        eng = self._resolve_engine(engine)
+        self._launcher_for(eng)
+        return self._sources[eng]
+
+    def _slow(self, engine: CudaEngine, args: tuple, n_threads: Any, grid: Any, block: Any,
+              shared_mem: Any, stream: Any, check_finite: bool) -> None:
+        """Everything the generated fast path does not: geometry checks, debug, check_finite."""
+        if not self.check_signature or self.signature is None:
+            args = self._checked(engine, args)
+        cfg = self._geometry(engine.name, engine.limits(), args, n_threads, grid, block,
+                             shared_mem)
+        if cfg is None:
+            return
+        go = self._prepared[engine]
+        go(cfg.grid, cfg.block, args, cfg.shared_mem, stream)
+        if self.debug or check_finite:
+            errors = engine.sync_errors()
+            try:
+                engine.synchronize(stream)
+            except errors as exc:
+                raise CudaLaunchError(
+                    self._launch_message(engine.name, "failed while running", cfg.grid,
+                                         cfg.block, cfg.shared_mem, exc)
+                ) from exc
+        if check_finite:
+            if not self.check_signature or self.signature is None:
+                raise ValueError(
+                    f"{self._tag(engine)} check_finite needs the parsed signature (to know "
+                    "which arguments are outputs); it is off with check_signature=False"
+                )
+            for i in self._outputs:
+                count, first = engine.nonfinite(args[i])
+                if count:
+                    p = self._params[i]
+                    raise FloatingPointError(
+                        f"{self._tag(engine)} argument {p.name!r} ({_describe(args[i])}) holds "
+                        f"{count} non-finite value(s) (NaN or inf) after the launch, first at "
+                        f"flat index {first}; grid {cfg.grid}, block {cfg.block}"
+                    )
+
+    def _build_launcher(self, engine: CudaEngine) -> Any:
+        """Generate the per-call function for ``engine`` (see the module docstring)."""
+        ns: dict[str, Any] = {
+            "_k": self,
+            "_eng": engine,
+            "_go": self._prepared[engine],
+            "_slow": self._slow,
+        }
+        kw = ("n_threads=None, grid=None, block=None, shared_mem=0, stream=None, "
+              "check_finite=False")
+        if not self.check_signature or self.signature is None:
+            text = (
+                f"def launch(*args, {kw}):\n"
+                "    _slow(_eng, args, n_threads, grid, block, shared_mem, stream, check_finite)\n"
+            )
+            self._sources[engine] = text
+            exec(compile(text, f"<CudaKernel {self.name} launcher>", "exec"), ns)
+            return ns["launch"]
+        types = engine.array_types()
+        ns["_AT"] = types[0] if types else _NoArrayType
+        ns["_array"] = lambda i, v: self._check_array(engine, i, v)
+        ns["_scalar"] = lambda i, v: self._check_scalar(engine, i, v)
+        names = [f"v{i}" for i in range(len(self._params))]
+        lines = []
+        for i, p in enumerate(self._params):
+            v = names[i]
+            if p.pointer:
+                if p.dtype is None:  # void*: any dtype
+                    lines.append(
+                        f"    if {v}.__class__ is not _AT or not {v}.flags.c_contiguous:\n"
+                        f"        {v} = _array({i}, {v})"
+                    )
+                else:
+                    ns[f"_d{i}"] = p.dtype
+                    lines.append(
+                        f"    if {v}.__class__ is not _AT or {v}.dtype is not _d{i} "
+                        f"or not {v}.flags.c_contiguous:\n"
+                        f"        {v} = _array({i}, {v})"
+                    )
+                if engine.array_space == "host" and not p.const:
+                    lines.append(
+                        f"    elif not {v}.flags.writeable:\n        {v} = _array({i}, {v})"
+                    )
+                continue
+            dt = p.dtype
+            assert dt is not None
+            ns[f"_c{i}"] = dt.type
+            if dt.kind in "iu":
+                info = np.iinfo(dt)
+                cond = f"{v}.__class__ is int and {info.min} <= {v} <= {info.max}"
+            elif dt.kind == "f":
+                big = float(np.finfo(dt).max)
+                cond = f"{v}.__class__ is float and {-big!r} <= {v} <= {big!r}"
+            elif dt.kind == "b":
+                cond = f"{v}.__class__ is bool"
+            else:
+                cond = "False"
+            lines.append(
+                f"    if {cond}:\n        {v} = _c{i}({v})\n    else:\n"
+                f"        {v} = _scalar({i}, {v})"
+            )
+        tup = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+        bs = self.block_size
+        max_n = DEFAULT_LIMITS.max_grid[0] * bs
+        if self._first_array is not None:
+            size = f"v{self._first_array}.size if n_threads is None else n_threads"
+        else:
+            size = "n_threads"
+        params = ", ".join(names)
+        head = f"def launch({params}, *, {kw}):" if names else f"def launch(*, {kw}):"
+        body = "\n".join(lines)
+        text = (
+            f"{head}\n"
+            f"{body}\n"
+            "    if grid is None and block is None and shared_mem == 0 and not check_finite "
+            "and not _k.debug:\n"
+            f"        n = {size}\n"
+            f"        if n.__class__ is int and 0 < n <= {max_n}:\n"
+            f"            _go(((n + {bs - 1}) // {bs}, 1, 1), ({bs}, 1, 1), {tup}, 0, stream)\n"
+            "            return\n"
+            f"    _slow(_eng, {tup}, n_threads, grid, block, shared_mem, stream, check_finite)\n"
+        )
+        self._sources[engine] = text
+        exec(compile(text, f"<CudaKernel {self.name} launcher>", "exec"), ns)
+        return ns["launch"]
