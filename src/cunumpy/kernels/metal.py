@@ -28,7 +28,7 @@ _RESERVED = frozenset(
     throw true try typedef typeid typename union unsigned using virtual void volatile while
     device constant thread threadgroup kernel half uint metal""".split()
 )
-_INT32 = np.iinfo(np.int32)
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SUPPORTED = frozenset(
     np.dtype(t)
@@ -222,7 +222,7 @@ class MetalKernel:
         if isinstance(value, bool):
             return np.array([value], dtype=np.bool_)
         if isinstance(value, int):
-            if not _INT32.min <= value <= _INT32.max:
+            if not _I32_MIN <= value <= _I32_MAX:
                 raise OverflowError(
                     f"{self._where('input', index)} = {value} does not fit in int32 (Python "
                     "ints become one-element int32 arrays); pass a NumPy array of int64 instead"
@@ -371,7 +371,7 @@ class MetalKernel:
             if isinstance(value, (bool, np.bool_)):
                 items.append((key, bool(value)))
             elif isinstance(value, (int, np.integer)):
-                if not _INT32.min <= int(value) <= _INT32.max:
+                if not _I32_MIN <= int(value) <= _I32_MAX:
                     raise OverflowError(
                         f"MetalKernel {self.name!r}: template {key}={value} does not fit in int"
                     )
