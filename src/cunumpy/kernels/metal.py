@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import keyword
 import math
 import re
 from collections.abc import Mapping, Sequence
