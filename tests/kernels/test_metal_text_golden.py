@@ -39,7 +39,7 @@ from _metal_text_cases import (
 from _mlx_capture import Captured, capture_mlx
 
 from cunumpy.kernels import _metal_mlx
-from cunumpy.kernels._metal_mlx import launch_mlx, mx_dtype
+from cunumpy.kernels._metal_mlx import launch_mlx, mx_dtype, numpy_dtype
 from cunumpy.kernels._metal_signature import MetalSignature
 
 REGEN = os.environ.get("CUNUMPY_REGEN_GOLDEN") == "1"
@@ -232,3 +232,22 @@ def test_engine_error_without_metal_names_kernel() -> None:
     with pytest.raises(RuntimeError, match=r"\[mlx kernel 'scale'\] MLX could not launch "
                        r"custom_kernel_scale_float_floatc_float: .*Metal"):
         _launch(case, sig)(*_arrays(case))
+
+
+def test_numpy_dtype_inverse_of_mx_dtype() -> None:
+    for name in ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
+                 "int64", "float16", "float32", "float64", "complex64"]:
+        assert numpy_dtype(mx_dtype(name)) == np.dtype(name)
+    assert numpy_dtype(mx.zeros((2,), dtype=mx.int16).dtype) == np.dtype(np.int16)
+    with pytest.raises(TypeError, match="not an MLX dtype"):
+        numpy_dtype("float32")
+
+
+def test_numpy_dtype_bfloat16_without_ml_dtypes() -> None:
+    try:
+        expected = np.dtype("bfloat16")
+    except TypeError:
+        with pytest.raises(TypeError, match="ml_dtypes"):
+            numpy_dtype(mx.bfloat16)
+    else:  # ml_dtypes registered bfloat16 with NumPy
+        assert numpy_dtype(mx.bfloat16) == expected

@@ -19,7 +19,7 @@ import numpy as np
 
 from cunumpy.kernels._metal_signature import MetalSignature, _normalise_template
 
-__all__ = ["clear_kernel_cache", "launch_mlx", "mlx_template", "mx_dtype"]
+__all__ = ["clear_kernel_cache", "launch_mlx", "mlx_template", "mx_dtype", "numpy_dtype"]
 
 _ENGINE = "mlx"
 
@@ -79,6 +79,30 @@ def mx_dtype(np_dtype: Any) -> Any:
     except KeyError:
         known = ", ".join(_MX_NAMES)
         raise TypeError(f"dtype {name} has no MLX counterpart; MLX takes {known}") from None
+
+
+def numpy_dtype(mlx_dtype: Any) -> np.dtype:
+    """The NumPy dtype for an MLX dtype (``mx.float32`` -> ``numpy.float32``).
+
+    Raises
+    ------
+    TypeError
+        NumPy has no such dtype (``bfloat16`` without the ``ml_dtypes`` package), or the
+        argument is not an MLX dtype.
+    ImportError
+        MLX is not installed.
+    """
+    mx = _import_mlx()
+    for name, attribute in _MX_NAMES.items():
+        if getattr(mx, attribute, None) == mlx_dtype:
+            try:
+                return np.dtype(name)
+            except TypeError as exc:
+                raise TypeError(
+                    f"MLX dtype {name} has no NumPy counterpart here (install ml_dtypes for "
+                    "bfloat16, or convert the array to float32)"
+                ) from exc
+    raise TypeError(f"{mlx_dtype!r} is not an MLX dtype that cunumpy knows")
 
 
 def mlx_template(template: Sequence[tuple[str, Any]], kernel: str = "?") -> list[tuple[str, Any]]:
