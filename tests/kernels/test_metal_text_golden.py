@@ -40,7 +40,7 @@ from _mlx_capture import Captured, capture_mlx
 
 from cunumpy.kernels import _metal_mlx
 from cunumpy.kernels._metal_mlx import launch_mlx, mx_dtype, numpy_dtype
-from cunumpy.kernels._metal_signature import MetalSignature
+from cunumpy.kernels._metal_signature import ATTRIBUTES, MetalSignature
 
 REGEN = os.environ.get("CUNUMPY_REGEN_GOLDEN") == "1"
 
@@ -251,3 +251,53 @@ def test_numpy_dtype_bfloat16_without_ml_dtypes() -> None:
             numpy_dtype(mx.bfloat16)
     else:  # ml_dtypes registered bfloat16 with NumPy
         assert numpy_dtype(mx.bfloat16) == expected
+
+
+def _random_case(rng: np.random.Generator, k: int) -> Case:
+    """A random kernel: arrays of random rank, size and dtype; a body naming random items."""
+    dtypes = ["float32", "int32", "uint8", "float16", "int64", "bool", "complex64"]
+    shapes = [(), (1,), (3,), (7,), (8,), (64,), (2, 3), (4, 4), (2, 2, 2), (0,)]
+    names_in = [f"in{j}" for j in range(rng.integers(0, 4))]
+    names_out = [f"out{j}" for j in range(rng.integers(1, 4))]
+    words = [f"{n}_{s}" for n in names_in for s in ("shape", "strides", "ndim")]
+    words += [name for name, _ in ATTRIBUTES]
+    body_words = rng.choice(words, size=rng.integers(0, 5), replace=False) if words else []
+    body = "".join(f"(void){w};\n" for w in body_words) + f"// random kernel {k}"
+    template = []
+    for j in range(rng.integers(0, 4)):
+        kind = rng.integers(3)
+        if kind == 0:
+            template.append((f"T{j}", np.dtype(rng.choice(dtypes))))
+        elif kind == 1:
+            template.append((f"N{j}", int(rng.integers(-1000, 1000))))
+        else:
+            template.append((f"B{j}", bool(rng.integers(2))))
+
+    def array(name):
+        return (name, str(rng.choice(dtypes)), shapes[rng.integers(len(shapes))])
+
+    return Case(
+        f"random{k}",
+        body,
+        tuple(array(n) for n in names_in),
+        tuple((n, str(rng.choice(dtypes)), (4,)) for n in names_out),
+        header=["", "// header\n", "#define R 1"][rng.integers(3)],
+        template=tuple(template),
+        atomic_outputs=bool(rng.integers(2)),
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_kernels_match_mlx(seed: int) -> None:
+    """Seeded random kernels, raw (MLX's bug included) and with the workaround."""
+    rng = np.random.default_rng(seed)
+    for k in range(50):
+        case = _random_case(rng, k)
+        for workaround in (False, True):
+            sig, cap = mlx_capture(case, mlx_bug_workaround=workaround)
+            assert cap.text == sig.text(), (case, workaround)
+            if cap.stored:
+                assert cap.stored == [(sig.kernel_name, sig.text())]
+            assert is_well_formed(cap.text) == (not sig.mlx_would_close_early())
+            if workaround:
+                assert is_well_formed(cap.text), case
