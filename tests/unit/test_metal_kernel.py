@@ -420,3 +420,11 @@ def test_unknown_engine_is_refused(monkeypatch):
     monkeypatch.setenv("CUNUMPY_METAL_ENGINE", "vulkan")
     with pytest.raises(ValueError, match="mlx, emulator"):
         scale_kernel()(np.ones(4, np.float32), 1.0, out=np.empty(4, np.float32))
+
+
+def test_header_without_final_newline_gets_one():
+    k = MetalKernel("y[0] = x[0] * SCALE;", inputs=["x"], outputs=["y"], name="hdr",
+                    header="#define SCALE 3.0f")
+    text = k.metal_source(np.ones(8, np.float32), out=np.empty(1, np.float32),
+                          template={"N": 1})
+    assert text.startswith("#define SCALE 3.0f\ntemplate <int N>")

@@ -90,7 +90,8 @@ class MetalKernel:
         Kernel name, used in MLX's kernel name and in error messages. Default: ``kernel_`` and
         a hash of the source.
     header : str, default ""
-        Text placed before the kernel: ``#include``, ``#define``, helper functions.
+        Text placed before the kernel: ``#include``, ``#define``, helper functions. A final
+        newline is added when missing.
     threadgroup : int or tuple of 1-3 ints, default 256
         Threads per threadgroup (product at most 1024). Clamped to the grid per dimension.
     float64 : {"error", "cast"}, default "error"
@@ -172,6 +173,10 @@ class MetalKernel:
             raise TypeError(
                 f"MetalKernel {name!r}: init_value must be a number or None, got {init_value!r}"
             )
+        if header and not header.endswith("\n"):
+            # MLX glues the next line onto a header without a final newline, which turns
+            # `#define SCALE 3.0f` followed by the template line into invalid code.
+            header += "\n"
         self.name = name
         self.source = source
         self.header = header
