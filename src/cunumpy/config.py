@@ -13,9 +13,13 @@ import os
 __all__ = [
     "BACKENDS",
     "CUDA_ENGINES",
+    "EMULATOR_ORDERS",
     "METAL_ENGINES",
     "cache_dir_override",
     "cuda_engine",
+    "emulator_checks",
+    "emulator_isolated",
+    "emulator_order",
     "env_flag",
     "initial_backend",
     "metal_engine",
@@ -95,3 +99,35 @@ def cache_dir_override() -> str | None:
     """
     value = os.environ.get("CUNUMPY_CACHE_DIR", "").strip()
     return value or None
+
+
+EMULATOR_ORDERS = ("sequential", "random")
+"""Values of ``CUNUMPY_EMULATOR_ORDER``."""
+
+
+def emulator_checks() -> bool:
+    """``CUNUMPY_EMULATOR_CHECKS``: whether the CPU emulators check launches.
+
+    Default on. ``0``, ``false``, ``no`` or ``off`` turn bounds checks, output poisoning and lane
+    checks off (faster). An explicit ``EmulatorOptions(checks=...)`` wins. Read at every launch.
+    """
+    value = os.environ.get("CUNUMPY_EMULATOR_CHECKS", "").strip().lower()
+    return value not in ("0", "false", "no", "off")
+
+
+def emulator_order() -> str:
+    """``CUNUMPY_EMULATOR_ORDER`` (``sequential`` or ``random``): threadgroup order.
+
+    Default ``sequential``. ``random`` runs the groups of every emulated launch, and the threads
+    inside each group, in a random order, to expose order-dependent kernels. Read at every launch.
+    """
+    return _choice("CUNUMPY_EMULATOR_ORDER", EMULATOR_ORDERS, "sequential")
+
+
+def emulator_isolated() -> bool:
+    """``CUNUMPY_EMULATOR_ISOLATED=1``: run every emulated launch in a child process.
+
+    Default off. On, a kernel that crashes (segmentation fault) raises ``KernelCrashError``
+    instead of killing Python; each launch pays a process start. Read at every launch.
+    """
+    return env_flag("CUNUMPY_EMULATOR_ISOLATED")

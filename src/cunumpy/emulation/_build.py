@@ -1,0 +1,249 @@
+"""Compile a generated C++ translation unit into a shared library, through the disk cache.
+
+One library per kernel variant. Compiler flags favour both compile and run time: ``-O2``
+(``-O1`` compiles barely faster here and runs element-wise kernels slower), ``-std=c++17``,
+``-fno-strict-aliasing`` (kernels cast buffer pointers freely), ``-fvisibility=hidden``, and no
+``-march=native`` (libraries stay valid on any machine of the same ISA, which is in the key).
+
+The runtime headers are precompiled once per compiler and flag set (a GCC ``.gch`` or a Clang
+``.pch``, kept in the same cache under the ``pch`` engine), which takes most of the header parsing
+out of every kernel compile. If the precompiled header cannot be built, kernels compile from the
+plain headers.
+
+Loaded libraries are kept per process, so a launch of a variant already loaded touches no disk.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import platform
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cunumpy import __version__
+from cunumpy.emulation import _cache
+from cunumpy.emulation._toolchain import Compiler, find_compiler
+from cunumpy.emulation.errors import KernelCompileError
+
+__all__ = ["RUNTIME_DIR", "Library", "build_library", "compile_flags", "forget_loaded"]
+
+RUNTIME_DIR = Path(__file__).parent / "runtime"
+
+_BASE_FLAGS = (
+    "-std=c++17",
+    "-O2",
+    "-fPIC",
+    "-fno-strict-aliasing",
+    "-fno-math-errno",
+    "-fvisibility=hidden",
+    "-Wno-attributes",
+)
+
+
+@dataclass
+class Library:
+    """A loaded kernel library and its ``cn_launch`` entry point."""
+
+    path: Path
+    cdll: ctypes.CDLL
+    launch: ctypes._CFuncPtr  # type: ignore[name-defined]
+    key: str
+
+
+_LOADED: dict[tuple[str, str], Library] = {}
+_PCH: dict[tuple[str, str], tuple[str, ...]] = {}
+_LOCK = threading.Lock()
+
+
+def forget_loaded() -> None:
+    """Forget the libraries and precompiled headers found so far in this process (tests use it
+    to force a disk lookup)."""
+    with _LOCK:
+        _LOADED.clear()
+        _PCH.clear()
+        runtime_headers.cache_clear()
+
+
+@functools.cache
+def runtime_headers() -> tuple[tuple[str, str], ...]:
+    """(name, text) of every runtime header, sorted by name."""
+    return tuple(
+        (p.name, p.read_text()) for p in sorted(RUNTIME_DIR.glob("*.h"))
+    )
+
+
+def compile_flags(compiler: Compiler | None = None) -> tuple[str, ...]:
+    """Flags every kernel library is compiled with (without ``-shared``/output)."""
+    return _BASE_FLAGS
+
+
+def _base_inputs(compiler: Compiler, flags: tuple[str, ...]) -> dict[str, object]:
+    import hashlib
+
+    return {
+        "format": _cache.CACHE_FORMAT,
+        "cunumpy": __version__,
+        "compiler": list(compiler.command),
+        "compiler_version": compiler.version,
+        "flags": list(flags),
+        "isa": platform.machine(),
+        "platform": sys.platform,
+        "headers": {n: hashlib.sha256(t.encode()).hexdigest() for n, t in runtime_headers()},
+    }
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def _pch_args(root: Path, compiler: Compiler, flags: tuple[str, ...], header: str) -> tuple[str, ...]:
+    """Compiler arguments that use the precompiled ``header``, building it if needed; plain
+    include arguments when it cannot be built."""
+    plain = ("-I", str(RUNTIME_DIR))
+    memo = (str(root), header)
+    if memo in _PCH:
+        return _PCH[memo]
+    clang = compiler.family in ("clang", "zig")
+    artifact = header + (".pch" if clang else ".gch")
+    inputs = {**_base_inputs(compiler, flags), "engine": "pch", "header": header}
+    key = _cache.make_key(inputs)
+
+    def build(tmp: Path) -> None:
+        for name, text in runtime_headers():
+            (tmp / name).write_text(text)
+        cmd = [*compiler.command, *flags, "-x", "c++-header", "-o", str(tmp / artifact),
+               str(tmp / header)]
+        done = _run(cmd, tmp)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr)
+
+    try:
+        path = _cache.get_or_build(root, "pch", key, inputs, artifact, build)
+    except RuntimeError:
+        args = plain
+    else:
+        if clang:
+            args = ("-include-pch", str(path), "-I", str(path.parent))
+        else:
+            args = ("-I", str(path.parent), "-Winvalid-pch")
+    _PCH[memo] = args
+    return args
+
+
+_DIAG = re.compile(
+    r"^(?P<file>body|header):(?P<line>\d+)(?::(?P<col>\d+))?:\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$"
+)
+
+
+def _compile_message(
+    prefix: str, compiler: Compiler, log: str, user_text: Mapping[str, str]
+) -> str:
+    lines = [f"{prefix} does not compile ({compiler.version}):"]
+    shown = 0
+    for raw in log.splitlines():
+        m = _DIAG.match(raw)
+        if not m or m.group("sev") in ("warning",):
+            continue
+        if m.group("sev") == "note" and shown == 0:
+            continue
+        lines.append(raw)
+        src = user_text.get(m.group("file"), "").splitlines()
+        n = int(m.group("line"))
+        if 1 <= n <= len(src):
+            lines.append(f"  {n:4d} | {src[n - 1]}")
+        shown += 1
+        if shown >= 12:
+            lines.append("  ... (more in the .log attribute)")
+            break
+    if shown == 0:
+        errors = [ln for ln in log.splitlines() if "error" in ln]
+        lines.extend((errors or log.splitlines())[:20])
+    return "\n".join(lines)
+
+
+def build_library(
+    source: str,
+    *,
+    engine: str,
+    header: str,
+    checks: bool,
+    prefix: str,
+    user_text: Mapping[str, str],
+    root: str | os.PathLike[str] | None = None,
+) -> Library:
+    """Compile (or find in the cache) and load the library of one generated translation unit.
+
+    Parameters
+    ----------
+    source
+        The full C++ translation unit.
+    engine
+        Cache engine name (``emu-metal``, ``emu-cuda``).
+    header
+        The dialect header the source includes first (precompiled).
+    checks
+        Whether the source was generated with checks (part of the key).
+    prefix
+        ``[emu-metal kernel 'name']`` for error messages.
+    user_text
+        The user's texts by ``#line`` file name (``body``, ``header``), to quote failing lines.
+    root
+        Cache root (default: ``CUNUMPY_CACHE_DIR`` or the user cache directory).
+    """
+    compiler = find_compiler()
+    flags = compile_flags(compiler)
+    cache_root = _cache.cache_root(root)
+    inputs = {
+        **_base_inputs(compiler, flags),
+        "engine": engine,
+        "checks": bool(checks),
+        "source": source,
+    }
+    key = _cache.make_key(inputs)
+    memo = (str(cache_root), key)
+    lib = _LOADED.get(memo)
+    if lib is not None:
+        return lib
+    with _LOCK:
+        lib = _LOADED.get(memo)
+        if lib is not None:
+            return lib
+
+        def build(tmp: Path) -> None:
+            pch = _pch_args(cache_root, compiler, flags, header)
+            (tmp / "kernel.cpp").write_text(source)
+            cmd = [*compiler.command, *flags, "-shared", *pch, "-o", str(tmp / "kernel.so"),
+                   "kernel.cpp"]
+            done = _run(cmd, tmp)
+            if done.returncode != 0:
+                log = done.stdout + done.stderr
+                raise KernelCompileError(
+                    _compile_message(prefix, compiler, log, user_text),
+                    log=log, source=source, command=tuple(cmd),
+                )
+
+        path = _cache.get_or_build(cache_root, engine, key, inputs, "kernel.so", build)
+        _cache.check_private(path.parent, cache_root)
+        cdll = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        launch = cdll.cn_launch
+        launch.argtypes = [ctypes.c_void_p]
+        launch.restype = ctypes.c_int
+        lib = Library(path, cdll, launch, key)
+        _LOADED[memo] = lib
+        return lib
+
+
+def which_compiler() -> str:
+    """Human-readable compiler description (for benchmarks and reports)."""
+    c = find_compiler()
+    return f"{' '.join(c.command)} ({c.version})"
+

@@ -1,0 +1,104 @@
+"""Run one launch in a child process, so that a crashing kernel cannot take Python down.
+
+The parent pickles the call into a private temporary directory; the child
+(``python -m cunumpy.emulation._isolated DIR``) runs it with isolation off, saves the outputs as
+``.npy`` files and the exception (if any) as a pickle. A child killed by a signal becomes a
+:class:`~cunumpy.emulation.errors.KernelCrashError` naming the signal.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cunumpy.emulation.errors import EmulationError, KernelCrashError
+
+__all__ = ["run_isolated"]
+
+
+def run_isolated(
+    target: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    outputs: Sequence[np.ndarray],
+    prefix: str,
+    timeout: float | None = None,
+) -> None:
+    """Call ``target`` (``"module:function"``) with ``args``/``kwargs`` in a child process and
+    copy the child's outputs back into ``outputs``."""
+    work = Path(tempfile.mkdtemp(prefix="cunumpy-isolated-"))
+    try:
+        with open(work / "call.pkl", "wb") as f:
+            pickle.dump((target, args, kwargs, len(outputs)), f, protocol=pickle.HIGHEST_PROTOCOL)
+        done = subprocess.run(
+            [sys.executable, "-m", "cunumpy.emulation._isolated", str(work)],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+        if done.returncode < 0:
+            sig = -done.returncode
+            try:
+                signame = signal.Signals(sig).name
+            except ValueError:
+                signame = f"signal {sig}"
+            raise KernelCrashError(
+                f"{prefix} crashed its process with {signame} (isolated mode). Run it with "
+                "checks on (the default) to find out-of-bounds accesses; pointers made by casts "
+                "or &x[i] are not checked" + _tail(done.stderr)
+            )
+        result = work / "result.pkl"
+        if not result.exists():
+            raise EmulationError(
+                f"{prefix} the isolated child process failed (exit status {done.returncode})"
+                + _tail(done.stderr)
+            )
+        with open(result, "rb") as f:
+            exc = pickle.load(f)
+        if exc is not None:
+            raise exc
+        for i, out in enumerate(outputs):
+            np.copyto(out, np.load(work / f"out{i}.npy"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    return f"\nchild stderr:\n{text[-2000:]}" if text else ""
+
+
+def _child(work: Path) -> None:
+    with open(work / "call.pkl", "rb") as f:
+        target, args, kwargs, nout = pickle.load(f)
+    module, _, name = target.partition(":")
+    func = getattr(importlib.import_module(module), name)
+    outputs = args[2]
+    try:
+        func(*args, **kwargs)
+        exc = None
+    except Exception as e:  # handed to the parent, which raises it
+        exc = e
+    for i in range(nout):
+        np.save(work / f"out{i}.npy", outputs[i])
+    with open(work / "result.pkl.tmp", "wb") as f:
+        try:
+            pickle.dump(exc, f)
+        except Exception:  # an unpicklable exception: send its text
+            f.seek(0)
+            f.truncate()
+            pickle.dump(EmulationError(f"{type(exc).__name__}: {exc}"), f)
+    os.replace(work / "result.pkl.tmp", work / "result.pkl")
+
+
+if __name__ == "__main__":
+    _child(Path(sys.argv[1]))

@@ -1,0 +1,272 @@
+"""Source rewrites that turn kernel-language text into C++ the emulator compiles.
+
+A small tokenizer (comments, string and character literals, preprocessor lines are skipped
+untouched) finds the few constructs plain C++ cannot express:
+
+- ``threadgroup T name[N][M];`` and ``threadgroup T name;`` declarations become references into
+  the per-group shared arena (``cn::tg_alloc``), bounds-checked arrays when checks are on;
+- every other ``threadgroup`` (pointer types, parameters) is removed;
+- half literals ``1.5h`` / ``2h`` become ``half(1.5f)`` / ``half(2.0f)``.
+
+Rewrites never add or remove a newline, so compiler line numbers still point at the user's text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["SharedDecl", "Token", "rewrite", "synchronises", "tokenize"]
+
+_TOKEN = re.compile(
+    r"""
+    (?P<comment>//[^\n]*|/\*.*?\*/)
+  | (?P<pp>^[ \t]*\#(?:[^\n\\]|\\.)*)
+  | (?P<string>(?:u8|u|U|L)?R"(?P<delim>[^(\s]*)\(.*?\)(?P=delim)"
+              |(?:u8|u|U|L)?"(?:[^"\\\n]|\\.)*")
+  | (?P<char>(?:u8|u|U|L)?'(?:[^'\\\n]|\\.)*')
+  | (?P<number>\.?\d(?:[eEpP][+-]|[\w.'])*)
+  | (?P<ident>[A-Za-z_]\w*)
+  | (?P<ws>\s+)
+  | (?P<punct>::|->|<<=|>>=|\+\+|--|&&|\|\||[<>=!+\-*/%&|^]=|.)
+    """,
+    re.VERBOSE | re.DOTALL | re.MULTILINE,
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    """One lexical token: its kind, text and offset in the source."""
+
+    kind: str
+    text: str
+    start: int
+
+
+def tokenize(text: str) -> list[Token]:
+    """All tokens of ``text``, whitespace and comments included."""
+    out: list[Token] = []
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind == "delim":  # the raw-string delimiter group is inside "string"
+            kind = "string"
+        out.append(Token(kind or "punct", m.group(), m.start()))
+    return out
+
+
+SYNC_FUNCTIONS = frozenset(
+    {"threadgroup_barrier", "simdgroup_barrier", "simd_ballot", "simd_active_threads_mask",
+     "simd_all", "simd_any", "simd_is_first", "quad_ballot", "quad_active_threads_mask",
+     "quad_all", "quad_any", "quad_is_first"}
+    | {f"{p}_{op}" for p in ("simd", "quad") for op in (
+        "sum", "product", "min", "max", "and", "or", "xor", "prefix_inclusive_sum",
+        "prefix_exclusive_sum", "prefix_inclusive_product", "prefix_exclusive_product",
+        "broadcast_first", "shuffle", "broadcast", "shuffle_up", "shuffle_down", "shuffle_xor",
+        "shuffle_rotate_up", "shuffle_rotate_down")}
+)
+"""Names whose use makes the emulator run the threads of a group as fibers."""
+
+
+@dataclass(frozen=True)
+class SharedDecl:
+    """A ``threadgroup`` variable: its slot in the arena, name, element type and dimensions."""
+
+    slot: int
+    name: str
+    ctype: str
+    dims: tuple[str, ...]
+
+    def describe(self) -> str:
+        """``float[16][17]`` style text for error messages."""
+        return self.ctype + "".join(f"[{d}]" for d in self.dims)
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """Result of :func:`rewrite`."""
+
+    text: str
+    shared: tuple[SharedDecl, ...]
+    sync: bool
+    """The text calls a barrier or SIMD/quad function, or declares a threadgroup atomic."""
+
+
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+
+
+def _half_literal(text: str) -> str | None:
+    if text[-1] not in "hH" or text.lower().startswith("0x"):
+        return None
+    body = text[:-1]
+    if not re.fullmatch(r"(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", body):
+        return None
+    if not any(c in body for c in ".eE"):
+        body += ".0"
+    return f"half({body}f)"
+
+
+def _join(tokens: list[Token]) -> str:
+    out = ""
+    prev: Token | None = None
+    for t in tokens:
+        if prev is not None and prev.kind in ("ident", "number") and t.kind in ("ident", "number"):
+            out += " "
+        out += t.text
+        prev = t
+    return out
+
+
+def _declaration(sig: list[Token], i: int) -> tuple[int, list[list[Token]]] | None:
+    """If ``sig[i]`` (``threadgroup``) starts a variable declaration, its end index and the
+    declarators (the first one with its type), else None."""
+    pd = bd = ad = 0
+    parts: list[list[Token]] = [[]]
+    j = i + 1
+    while j < len(sig):
+        t = sig[j].text
+        if t == "(":
+            if pd == 0 and bd == 0:
+                return None
+            pd += 1
+        elif t == ")":
+            if pd == 0:
+                return None
+            pd -= 1
+        elif t == "[":
+            bd += 1
+        elif t == "]":
+            bd -= 1
+        elif t in ("{", "}"):
+            return None
+        elif pd == 0 and bd == 0:
+            if t == ";":
+                break
+            if t in ("*", "&", "&&", "="):
+                return None
+            if t == "<":
+                ad += 1
+            elif t == ">":
+                ad -= 1
+            elif t == "," and ad == 0:
+                parts.append([])
+                j += 1
+                continue
+        parts[-1].append(sig[j])
+        j += 1
+    else:
+        return None
+    if not parts[0]:
+        return None
+    return j, parts
+
+
+def _split_declarator(tokens: list[Token]) -> tuple[list[Token], str, list[str]] | None:
+    """(type tokens, name, dims) of ``T name[a][b]``."""
+    dims: list[str] = []
+    k = len(tokens)
+    while k > 0 and tokens[k - 1].text == "]":
+        depth = 0
+        m = k - 1
+        while m >= 0:
+            if tokens[m].text == "]":
+                depth += 1
+            elif tokens[m].text == "[":
+                depth -= 1
+                if depth == 0:
+                    break
+            m -= 1
+        if m < 0:
+            return None
+        dims.insert(0, _join(tokens[m + 1 : k - 1]))
+        k = m
+    if k == 0 or tokens[k - 1].kind != "ident":
+        return None
+    return tokens[: k - 1], tokens[k - 1].text, dims
+
+
+def _shared_type(ctype: str, dims: list[str], slot: int, checks: bool) -> str:
+    if not dims:
+        return ctype
+    if not checks:
+        return ctype + "".join(f"[{d}]" for d in dims)
+    out = ctype
+    for d in reversed(dims):
+        out = f"cn::tarr<{out}, ({d}), {slot}>"
+    return out
+
+
+def rewrite(text: str, *, checks: bool, first_slot: int = 0) -> Rewritten:
+    """Rewrite one piece of kernel source (a header or a body) for the C++ emulator.
+
+    Parameters
+    ----------
+    text
+        Kernel-language source.
+    checks
+        Declare threadgroup arrays bounds-checked (``cn::tarr``) rather than as plain arrays.
+    first_slot
+        Arena slot of the first ``threadgroup`` variable (slots are numbered across the header
+        and the body of one kernel).
+    """
+    tokens = tokenize(text)
+    sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
+    edits: list[tuple[int, int, str]] = []
+    shared: list[SharedDecl] = []
+    sync = False
+    i = 0
+    while i < len(sig):
+        t = sig[i]
+        if t.kind == "number":
+            lit = _half_literal(t.text)
+            if lit:
+                edits.append((t.start, t.start + len(t.text), lit))
+        elif t.kind == "ident" and t.text in SYNC_FUNCTIONS:
+            sync = True
+        elif t.kind == "ident" and t.text == "threadgroup":
+            found = _declaration(sig, i)
+            decls = None
+            if found:
+                end, parts = found
+                first = _split_declarator(parts[0])
+                if first and first[0]:
+                    decls = [first]
+                    for p in parts[1:]:
+                        d = _split_declarator(p)
+                        if d is None or d[0]:
+                            decls = None
+                            break
+                        decls.append((first[0], d[1], d[2]))
+            if decls is None:
+                edits.append((t.start, t.start + len(t.text), " "))
+                i += 1
+                continue
+            stop = sig[end].start + 1
+            newlines = text.count("\n", t.start, stop)
+            ctype = _join(decls[0][0])
+            if "atomic" in ctype:
+                sync = True
+            pieces = []
+            for _, name, dims in decls:
+                slot = first_slot + len(shared)
+                shared.append(SharedDecl(slot, name, ctype, tuple(dims)))
+                pieces.append(
+                    f"auto& {name} = cn::tg_alloc<{_shared_type(ctype, dims, slot, checks)}>"
+                    f"({slot});"
+                )
+            edits.append((t.start, stop, " ".join(pieces) + "\n" * newlines))
+            i = end + 1
+            continue
+        i += 1
+    out = []
+    pos = 0
+    for start, stop, new in edits:
+        out.append(text[pos:start])
+        out.append(new)
+        pos = stop
+    out.append(text[pos:])
+    return Rewritten("".join(out), tuple(shared), sync)
+
+
+def synchronises(text: str) -> bool:
+    """True when ``text`` calls a barrier or SIMD/quad function (fibers are needed)."""
+    return rewrite(text, checks=False).sync

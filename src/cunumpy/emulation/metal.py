@@ -1,0 +1,395 @@
+"""Run Metal Shading Language kernels on the CPU: the ``emu-metal`` engine of MetalKernel.
+
+A launch compiles (once, cached on disk) a C++ translation unit made of the runtime headers, the
+kernel's header, and the body wrapped in a function with the parameters MLX would declare
+(:class:`~cunumpy.kernels._metal_signature.MetalSignature`), then calls it for every thread of the
+grid (Metal ``dispatchThreads`` semantics: exactly ``grid`` threads, edge threadgroups partial).
+
+Threads of a threadgroup run one after another when the kernel never synchronises, and as
+cooperative fibers when its text calls ``threadgroup_barrier``, ``simdgroup_barrier``, a ``simd_*``
+or ``quad_*`` function, or declares a threadgroup atomic. SIMD groups have 32 lanes (consecutive
+``thread_index_in_threadgroup``), quad groups 4.
+
+What is checked (``EmulatorOptions(checks=True)``, the default):
+
+- every index into a buffer argument (inputs, outputs, ``_shape``/``_strides``) and into a
+  ``threadgroup`` array, negative indices included (:class:`OutOfBoundsError`); the launch goes on
+  (bad reads return 0, bad writes go nowhere) and the first failure is reported with a count;
+- output elements never written, when no ``init_value`` is given (:class:`UnwrittenOutputError`);
+- barriers not reached by every thread of a threadgroup (:class:`BarrierDivergenceError`);
+- SIMD/quad functions reading a lane that is not active (:class:`InactiveLaneError`);
+- threadgroup memory over Metal's 32 KiB.
+
+Not checked: pointers derived by casts or ``&x[i]`` (they are raw pointers), data races between
+threads, reads of uninitialised threadgroup memory (it is poisoned with NaN / -1 bytes instead).
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cunumpy import config
+from cunumpy.emulation import _build, _launch, _poison
+from cunumpy.emulation._options import EmulatorOptions, resolve_options
+from cunumpy.emulation._rewrite import SharedDecl, rewrite
+from cunumpy.emulation.errors import EmulationError, UnwrittenOutputError
+from cunumpy.kernels._metal_signature import MetalSignature, Param, metal_type_name
+
+__all__ = ["DIALECT", "EmulatorOptions", "generate_source", "run_metal"]
+
+DIALECT = _launch.Dialect(
+    engine="emu-metal",
+    group="threadgroup",
+    shared="threadgroup array",
+    lanes="SIMD-group",
+    shared_limit=32768,
+    simd_width=32,
+)
+
+MAX_THREADS_PER_GROUP = 1024
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A generated translation unit and what the launch needs to know about it."""
+
+    source: str
+    shared: tuple[SharedDecl, ...]
+    fibers: bool
+    function: str
+
+
+def _template_parts(template: Sequence[tuple[str, Any]]) -> tuple[list[str], list[str]]:
+    params: list[str] = []
+    args: list[str] = []
+    for name, value in template:
+        if isinstance(value, (bool, np.bool_)):
+            params.append(f"bool {name}")
+            args.append("true" if value else "false")
+        elif isinstance(value, numbers.Integral):
+            params.append(f"int {name}")
+            args.append(str(int(value)))
+        else:
+            params.append(f"typename {name}")
+            args.append(metal_type_name(value))
+    return params, args
+
+
+def _param_decl(p: Param, checks: bool) -> tuple[str, str]:
+    """(parameter declaration, launch-side definition of ``b<buffer>``)."""
+    if p.kind == "attribute":
+        return f"{p.ctype} {p.name}", ""
+    elem = f"metal::atomic<{p.ctype}>" if p.atomic else p.ctype
+    if p.const:
+        elem = f"const {elem}"
+    var = f"b{p.buffer}"
+    if p.reference:
+        return (
+            f"{elem}& {p.name}",
+            f"  {elem}& {var} = *static_cast<{elem}*>(d->buffers[{p.buffer}].data);",
+        )
+    if checks:
+        return f"cn::ptr<{elem}> {p.name}", f"  auto {var} = cn::make_ptr<{elem}>(d, {p.buffer});"
+    return (
+        f"{elem}* {p.name}",
+        f"  {elem}* {var} = static_cast<{elem}*>(d->buffers[{p.buffer}].data);",
+    )
+
+
+def generate_source(signature: MetalSignature, *, checks: bool) -> Generated:
+    """The C++ translation unit of one kernel variant."""
+    header = rewrite(signature.header or "", checks=checks)
+    body = rewrite(signature.source, checks=checks, first_slot=len(header.shared))
+    shared = header.shared + body.shared
+    if len(shared) > 256:
+        raise EmulationError(
+            f"{DIALECT.prefix(signature.name)} declares {len(shared)} threadgroup variables; the "
+            "emulator supports 256"
+        )
+    fibers = header.sync or body.sync
+    fname = re.sub(r"\W", "_", signature.kernel_name or f"custom_kernel_{signature.name}")
+    tparams, targs = _template_parts(signature.template)
+    decls, defs, args = [], [], []
+    for p in signature.params:
+        decl, definition = _param_decl(p, checks)
+        decls.append(decl)
+        if p.kind == "attribute":
+            args.append(f"cn::msl::{p.name}(t)")
+        else:
+            defs.append(definition)
+            args.append(f"b{p.buffer}")
+    nbuffers = sum(1 for p in signature.params if p.kind != "attribute")
+    call = fname + (f"<{', '.join(targs)}>" if tparams else "")
+    parts = [
+        '#include "cn_metal.h"',
+        '#line 1 "header"',
+        _with_newline(header.text),
+        '#line 1 "wrapper"',
+    ]
+    if tparams:
+        parts.append(f"template <{', '.join(tparams)}>")
+    parts += [
+        f"static inline void {fname}(",
+        ",\n".join(f"    {d}" for d in decls) + ") {",
+        '#line 1 "body"',
+        _with_newline(body.text) + "}",
+        '#line 1 "launch"',
+        "CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {",
+        f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {nbuffers}) return -2;",
+        *defs,
+        "  auto cn_fn = [&](const cn::ThreadInfo& t) {",
+        f"    {call}({', '.join(args)});",
+        "  };",
+        "  (void)cn_fn;",
+        f"  return cn::run_grid<{'true' if fibers else 'false'}, "
+        f"{'true' if checks else 'false'}>(d, {len(shared)}, cn_fn);",
+        "}",
+        "",
+    ]
+    return Generated("\n".join(parts), shared, fibers, fname)
+
+
+def _with_newline(text: str) -> str:
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------------------------
+
+
+def _label(kind: str, name: str, arr: np.ndarray) -> str:
+    shape = ",".join(str(n) for n in arr.shape)
+    return f"{kind} '{name}' ({arr.dtype.name}[{shape}])"
+
+
+def _prepare_input(a: Any) -> tuple[np.ndarray, int, tuple[int, ...]]:
+    """(array to pass, strided extent in elements, element strides)."""
+    arr = np.asarray(a)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    if arr.ndim == 0:
+        return np.ascontiguousarray(arr), 1, ()
+    item = arr.itemsize
+    usable = all(
+        n <= 1 or (s > 0 and s % item == 0) for s, n in zip(arr.strides, arr.shape)
+    )
+    if not usable:
+        arr = np.ascontiguousarray(arr)
+    strides = tuple(
+        s // item if s % item == 0 else 0 for s in arr.strides
+    )
+    if arr.size == 0:
+        return arr, 0, strides
+    extent = 1 + sum((n - 1) * s for n, s in zip(arr.shape, strides) if n > 1)
+    return arr, extent, strides
+
+
+def _buffers(
+    signature: MetalSignature, inputs: Sequence[Any], outputs: Sequence[np.ndarray]
+) -> list[_launch.BufferArg]:
+    prepared = [_prepare_input(a) for a in inputs]
+    slots: dict[int, _launch.BufferArg] = {}
+    for p in signature.params:
+        if p.kind == "attribute":
+            continue
+        assert p.buffer is not None and p.arg is not None
+        if p.kind == "output":
+            out = outputs[p.arg]
+            slots[p.buffer] = _launch.BufferArg(
+                _label("output", p.name, out), out.ctypes.data, out.size, out
+            )
+            continue
+        arr, extent, strides = prepared[p.arg]
+        if p.kind == "input":
+            slots[p.buffer] = _launch.BufferArg(
+                _label("argument", p.name, arr), arr.ctypes.data, extent, arr
+            )
+            continue
+        if p.kind == "shape":
+            meta = np.array(arr.shape, dtype=np.int32)
+        elif p.kind == "strides":
+            meta = np.array(strides, dtype=np.int64)
+        else:
+            meta = np.array(arr.ndim, dtype=np.int32)
+        slots[p.buffer] = _launch.BufferArg(
+            _label("argument", p.name, meta), meta.ctypes.data, max(meta.size, 1), meta
+        )
+    return [slots[k] for k in sorted(slots)]
+
+
+def _check_geometry(name: str, grid: Sequence[int], threadgroup: Sequence[int]) -> tuple:
+    prefix = DIALECT.prefix(name)
+    g = tuple(int(v) for v in grid)
+    t = tuple(int(v) for v in threadgroup)
+    if len(g) != 3 or len(t) != 3:
+        raise ValueError(f"{prefix} grid and threadgroup need 3 values each, got {g} and {t}")
+    if any(v < 0 or v >= 2**32 for v in g):
+        raise ValueError(f"{prefix} grid {g} must hold non-negative 32-bit thread counts")
+    if any(v < 1 for v in t):
+        raise ValueError(f"{prefix} threadgroup {t} must be at least 1 in every dimension")
+    if t[0] * t[1] * t[2] > MAX_THREADS_PER_GROUP:
+        raise ValueError(
+            f"{prefix} threadgroup {t} has {t[0] * t[1] * t[2]} threads, over Metal's limit of "
+            f"{MAX_THREADS_PER_GROUP}; use a smaller threadgroup"
+        )
+    return g, t
+
+
+def _check_outputs(name: str, signature: MetalSignature, outputs: Sequence[np.ndarray]) -> None:
+    names = {p.arg: p.name for p in signature.params if p.kind == "output"}
+    for i, out in enumerate(outputs):
+        if not (
+            isinstance(out, np.ndarray)
+            and out.flags.c_contiguous
+            and out.flags.writeable
+            and out.dtype.isnative
+        ):
+            raise ValueError(
+                f"{DIALECT.prefix(name)} output '{names.get(i, i)}' must be a C-contiguous, "
+                "writeable, native-byte-order numpy array"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# The entry point
+# ---------------------------------------------------------------------------------------------
+
+_VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
+
+
+def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build.Library]:
+    memo = (signature, checks, config.cache_dir_override())
+    hit = _VARIANTS.get(memo)
+    if hit is not None:
+        return hit
+    gen = generate_source(signature, checks=checks)
+    lib = _build.build_library(
+        gen.source,
+        engine=DIALECT.engine,
+        header="cn_metal.h",
+        checks=checks,
+        prefix=DIALECT.prefix(signature.name),
+        user_text={"body": signature.source, "header": signature.header or ""},
+    )
+    _VARIANTS[memo] = (gen, lib)
+    return gen, lib
+
+
+def forget_variants() -> None:
+    """Forget compiled variants held by this process (tests use it to force disk lookups)."""
+    _VARIANTS.clear()
+    _build.forget_loaded()
+
+
+def run_metal(
+    signature: MetalSignature,
+    inputs: Sequence[Any],
+    outputs: Sequence[np.ndarray],
+    grid: Sequence[int],
+    threadgroup: Sequence[int],
+    *,
+    init_value: Any = None,
+    options: EmulatorOptions | None = None,
+) -> None:
+    """Run one Metal kernel launch on the CPU, writing ``outputs`` in place.
+
+    Parameters
+    ----------
+    signature : MetalSignature
+        The kernel as MLX declares it (parameters, template values, body, header).
+    inputs : sequence of array_like
+        Input arrays in input order (0-d arrays for scalar inputs). Views with positive strides
+        are passed as they are; others are copied to contiguous memory.
+    outputs : sequence of numpy.ndarray
+        C-contiguous arrays the kernel fills.
+    grid : 3 ints
+        Threads per dimension (Metal ``dispatchThreads``).
+    threadgroup : 3 ints
+        Threads per threadgroup, already clamped to the grid; at most 1024 in total.
+    init_value : scalar, optional
+        Given when the caller already filled the outputs; the outputs are then not poisoned and
+        not checked for unwritten elements.
+    options : EmulatorOptions, optional
+        Checks, random order, isolation; default from the environment
+        (``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``, ``CUNUMPY_EMULATOR_ISOLATED``).
+
+    Raises
+    ------
+    KernelCompileError
+        The kernel does not compile (message with ``body:LINE`` / ``header:LINE``).
+    OutOfBoundsError, UnwrittenOutputError, BarrierDivergenceError, InactiveLaneError
+        A check failed.
+    KernelCrashError
+        Isolated mode only: the kernel crashed its process.
+    """
+    opts = resolve_options(options)
+    name = signature.name
+    g, t = _check_geometry(name, grid, threadgroup)
+    _check_outputs(name, signature, outputs)
+    if opts.isolated:
+        from cunumpy.emulation._isolated import run_isolated
+
+        run_isolated(
+            "cunumpy.emulation.metal:run_metal",
+            (signature, list(inputs), list(outputs), g, t),
+            {"init_value": init_value,
+             "options": EmulatorOptions(opts.checks, opts.random_order, opts.seed, False)},
+            outputs,
+            DIALECT.prefix(name),
+        )
+        return
+    gen, lib = _variant(signature, opts.checks)
+    buffers = _buffers(signature, inputs, outputs)
+    poisoned = opts.checks and init_value is None
+
+    def once(variant: int) -> None:
+        if poisoned:
+            for out in outputs:
+                _poison.poison(out, variant)
+        _launch.launch(
+            lib, DIALECT, name, buffers, g, t,
+            random_order=opts.random_order, seed=opts.seed, shared=gen.shared,
+        )
+
+    once(0)
+    if not poisoned:
+        return
+    suspects = [_poison.unwritten(out, 0) for out in outputs]
+    if not any(s.size for s in suspects):
+        return
+    if any(s.size and _poison.needs_confirmation(o.dtype) for s, o in zip(suspects, outputs)):
+        once(1)
+        suspects = [
+            np.intersect1d(s, _poison.unwritten(o, 1)) if _poison.needs_confirmation(o.dtype)
+            else _poison.unwritten(o, 1)
+            for s, o in zip(suspects, outputs)
+        ]
+    _raise_unwritten(signature, outputs, suspects)
+
+
+def _raise_unwritten(
+    signature: MetalSignature, outputs: Sequence[np.ndarray], suspects: list[np.ndarray]
+) -> None:
+    names = {p.arg: p.name for p in signature.params if p.kind == "output"}
+    problems = []
+    for i, (out, idx) in enumerate(zip(outputs, suspects)):
+        if not idx.size:
+            continue
+        first = ", ".join(str(int(k)) for k in idx[:5])
+        more = ", ..." if idx.size > 5 else ""
+        problems.append(
+            f"{_label('output', names.get(i, str(i)), out)}: {idx.size} of {out.size} elements "
+            f"never written (flat indices {first}{more})"
+        )
+    if problems:
+        raise UnwrittenOutputError(
+            f"{DIALECT.prefix(signature.name)} " + "; ".join(problems)
+            + ". Write every element, or pass init_value= to start the outputs from a value"
+        )

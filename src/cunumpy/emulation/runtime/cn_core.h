@@ -1,0 +1,815 @@
+// cunumpy CPU emulation core: dialect-neutral runtime for GPU kernels compiled as C++.
+//
+// What lives here (shared by the Metal and CUDA dialect headers):
+//   * the launch ABI (cn::LaunchDesc, cn::Buffer, cn::Report), read and written by Python (ctypes);
+//   * thread geometry (cn::ThreadInfo) and the grid walk: plain loops for kernels that never
+//     synchronise, cooperative fibers (one per thread of a group) for kernels that do;
+//   * synchronisation primitives on fibers: group barriers and lane exchanges in lockstep for
+//     SIMD groups / warps (cn::barrier, cn::lane_exchange);
+//   * checks: bounds-checked buffer pointers (cn::ptr), bounds-checked shared arrays (cn::tarr),
+//     the per-group shared-memory arena (cn::tg_alloc), and the failure report.
+//
+// Execution is single-threaded: threadgroups run one after another (in order or in a random
+// permutation); inside a group, threads run one after another (loop mode) or as fibers that switch
+// at every barrier / lane exchange (fiber mode). Atomics are therefore plain read-modify-writes.
+//
+// Checks never abort the process: an out-of-bounds read returns a zeroed dummy and an
+// out-of-bounds write lands in a scratch slot. The first failure is recorded in full, later ones
+// are counted. Fatal failures (barrier divergence, shared-memory overflow) stop the launch.
+#ifndef CN_CORE_H
+#define CN_CORE_H
+
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) && !defined(_WIN32) && !defined(CN_FIBER_UCONTEXT)
+#define CN_FIBER_ASM 1
+#else
+#define CN_FIBER_ASM 0
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
+#include <ucontext.h>
+#endif
+
+#define CN_EXPORT extern "C" __attribute__((visibility("default")))
+#define CN_ABI_VERSION 1
+
+namespace cn {
+
+// ---------------------------------------------------------------------------------------------
+// Launch ABI (mirrored in cunumpy/emulation/_launch.py; bump CN_ABI_VERSION on any change)
+// ---------------------------------------------------------------------------------------------
+
+enum ErrorKind : int32_t {
+  ERR_NONE = 0,
+  ERR_OOB = 1,            // index outside a buffer or shared array
+  ERR_BARRIER = 2,        // barrier not reached by every thread of the group (fatal)
+  ERR_INACTIVE_LANE = 3,  // lane exchange read a lane that is not taking part
+  ERR_SHARED_LIMIT = 4,   // shared (threadgroup) memory over the dialect's limit (fatal)
+  ERR_INTERNAL = 5,       // emulator misuse (fatal)
+};
+
+struct Report {
+  int32_t kind;        // ErrorKind of the first failure
+  int32_t buffer;      // buffer slot (>= 0) or -1 - k for shared array k
+  int64_t index;       // offending index (may be negative)
+  int64_t extent;      // number of elements the index must stay below
+  uint32_t thread[3];  // position of the failing thread inside its group
+  uint32_t group[3];   // position of its group in the grid
+  int64_t count;       // total number of failures (first included)
+  int32_t line;        // source line where known (barriers, lane exchanges), else 0
+  int32_t lane;        // lane that was read (inactive-lane failures)
+  char file[32];       // file name of `line` ("body", "header")
+  char detail[512];    // free text for divergence / internal failures
+};
+
+struct Buffer {
+  void* data;
+  int64_t extent;  // elements reachable from data (strided extent for views)
+};
+
+struct LaunchDesc {
+  int32_t abi;
+  int32_t nbuffers;
+  Buffer* buffers;
+  uint32_t grid[3];   // threads per dimension (Metal dispatchThreads semantics)
+  uint32_t group[3];  // threads per group
+  int32_t random_order;
+  int32_t simd_width;          // lanes per SIMD group / warp (32)
+  uint64_t seed;
+  int64_t shared_limit;        // bytes of shared memory a group may use (0: no limit)
+  Report* report;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Thread geometry
+// ---------------------------------------------------------------------------------------------
+
+struct ThreadInfo {
+  uint32_t tid[3];      // position in the group
+  uint32_t gid[3];      // position of the group in the grid
+  uint32_t pos[3];      // position in the grid (gid * dsize + tid)
+  uint32_t gsize[3];    // size of this group (edge groups may be smaller)
+  uint32_t dsize[3];    // group size at dispatch
+  uint32_t grid[3];     // threads in the grid
+  uint32_t ngroups[3];  // groups in the grid
+  uint32_t lin;         // linear index in the group (x fastest, over gsize)
+  uint32_t nthreads;    // threads in this group
+  uint32_t width;       // SIMD width
+  uint32_t pad;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Per-library state (one launch at a time per loaded library)
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kMaxShared = 256;  // shared declarations per kernel
+
+struct Arena {
+  unsigned char* mem = nullptr;
+  size_t cap = 0;
+  size_t used = 0;
+  int nslots = 0;
+  void* slots[kMaxShared];
+};
+
+struct Fiber;
+
+struct State {
+  Report* report = nullptr;
+  const ThreadInfo* cur = nullptr;  // thread running now (for failure reports)
+  Fiber* fiber = nullptr;           // fiber running now (fiber mode only)
+  bool checks = false;
+  bool abort = false;
+  int64_t shared_limit = 0;
+  Arena arena;
+};
+
+inline State g;
+
+// ---------------------------------------------------------------------------------------------
+// Failure recording
+// ---------------------------------------------------------------------------------------------
+
+inline void copy_file(Report* r, const char* file) {
+  if (!file) { r->file[0] = 0; return; }
+  std::strncpy(r->file, file, sizeof(r->file) - 1);
+  r->file[sizeof(r->file) - 1] = 0;
+}
+
+// Starts a failure record; returns the report when this is the first failure, else nullptr.
+inline Report* begin_failure(int32_t kind) {
+  Report* r = g.report;
+  if (!r) return nullptr;
+  if (r->count++ != 0) return nullptr;
+  r->kind = kind;
+  if (g.cur) {
+    for (int d = 0; d < 3; ++d) { r->thread[d] = g.cur->tid[d]; r->group[d] = g.cur->gid[d]; }
+  }
+  return r;
+}
+
+__attribute__((noinline, cold)) inline void fail_oob(int32_t buffer, int64_t index, int64_t extent) {
+  if (Report* r = begin_failure(ERR_OOB)) { r->buffer = buffer; r->index = index; r->extent = extent; }
+}
+
+__attribute__((noinline, cold, format(printf, 4, 5))) inline void fail_fatal(
+    int32_t kind, int line, const char* file, const char* fmt, ...) {
+  g.abort = true;
+  Report* r = begin_failure(kind);
+  if (!r) return;
+  r->line = line;
+  copy_file(r, file);
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+  va_end(ap);
+}
+
+// A zeroed object of type T to read from, or a scratch slot to write to, after a bad index.
+template <class T>
+__attribute__((noinline, cold)) T& scratch() {
+  using U = std::remove_cv_t<T>;
+  alignas(64) static unsigned char slot[sizeof(U) < 64 ? 64 : sizeof(U)];
+  std::memset(slot, 0, sizeof(slot));
+  return *reinterpret_cast<U*>(slot);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checked buffer pointer. Same size class as a few raw pointers; converts to T* implicitly, so
+// kernels may pass it where raw pointers are expected or cast it to other pointer types (the
+// result of such a conversion is unchecked).
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+struct ptr {
+  T* p = nullptr;
+  T* base = nullptr;
+  int64_t extent = 0;
+  int32_t id = 0;
+
+  ptr() = default;
+  ptr(T* p_, T* base_, int64_t extent_, int32_t id_) : p(p_), base(base_), extent(extent_), id(id_) {}
+  template <class U, class = std::enable_if_t<std::is_convertible<U*, T*>::value>>
+  ptr(const ptr<U>& o) : p(o.p), base(o.base), extent(o.extent), id(o.id) {}
+
+  __attribute__((always_inline)) T& operator[](int64_t i) const {
+    int64_t k = (p - base) + i;
+    if (__builtin_expect(static_cast<uint64_t>(k) >= static_cast<uint64_t>(extent), 0)) {
+      fail_oob(id, k, extent);
+      return scratch<T>();
+    }
+    return p[i];
+  }
+  T& operator*() const { return (*this)[0]; }
+  T* operator->() const { (void)(*this)[0]; return p; }
+  operator T*() const { return p; }
+  template <class U>
+  explicit operator U*() const { return (U*)(p); }
+
+  ptr operator+(int64_t n) const { return ptr(p + n, base, extent, id); }
+  ptr operator-(int64_t n) const { return ptr(p - n, base, extent, id); }
+  friend ptr operator+(int64_t n, const ptr& a) { return a + n; }
+  std::ptrdiff_t operator-(const ptr& o) const { return p - o.p; }
+  std::ptrdiff_t operator-(const T* o) const { return p - o; }
+  ptr& operator+=(int64_t n) { p += n; return *this; }
+  ptr& operator-=(int64_t n) { p -= n; return *this; }
+  ptr& operator++() { ++p; return *this; }
+  ptr& operator--() { --p; return *this; }
+  ptr operator++(int) { ptr t = *this; ++p; return t; }
+  ptr operator--(int) { ptr t = *this; --p; return t; }
+};
+
+template <class T>
+inline ptr<T> make_ptr(const LaunchDesc* d, int slot) {
+  T* p = static_cast<T*>(d->buffers[slot].data);
+  return ptr<T>(p, p, d->buffers[slot].extent, slot);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared (threadgroup) memory: a bump arena reset for every group, poisoned with 0xFF bytes when
+// checks are on (NaN for floats, -1 for ints). Declaration k of a kernel gets one allocation per
+// group, made by the first thread that reaches the declaration.
+// ---------------------------------------------------------------------------------------------
+
+template <class T, int64_t N, int ID>
+struct tarr {
+  T a[N];
+  __attribute__((always_inline)) T& operator[](int64_t i) {
+    if (__builtin_expect(static_cast<uint64_t>(i) >= static_cast<uint64_t>(N), 0)) {
+      fail_oob(-1 - ID, i, N);
+      return scratch<T>();
+    }
+    return a[i];
+  }
+  __attribute__((always_inline)) const T& operator[](int64_t i) const {
+    return const_cast<tarr*>(this)->operator[](i);
+  }
+  operator T*() { return a; }
+  operator const T*() const { return a; }
+};
+
+inline void arena_begin_group(int nslots) {
+  Arena& a = g.arena;
+  a.used = 0;
+  a.nslots = nslots;
+  for (int k = 0; k < nslots; ++k) a.slots[k] = nullptr;
+}
+
+__attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t align) {
+  Arena& a = g.arena;
+  if (!a.mem) {
+    a.cap = size_t(64) << 20;  // virtual; only touched pages cost memory
+    void* m = mmap(nullptr, a.cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) { std::abort(); }
+    a.mem = static_cast<unsigned char*>(m);
+  }
+  size_t at = (a.used + align - 1) & ~(align - 1);
+  if (at + size > a.cap) {
+    fail_fatal(ERR_SHARED_LIMIT, 0, nullptr, "%zu bytes of shared memory requested; the emulator has %zu",
+               at + size, a.cap);
+    return &scratch<unsigned char[64]>();
+  }
+  if (g.shared_limit > 0 && int64_t(at + size) > g.shared_limit && a.used <= size_t(g.shared_limit)) {
+    fail_fatal(ERR_SHARED_LIMIT, 0, nullptr, "%zu bytes of shared memory per group, over the limit of %lld bytes",
+               at + size, (long long)g.shared_limit);
+  }
+  a.used = at + size;
+  void* s = a.mem + at;
+  if (g.checks) std::memset(s, 0xFF, size);
+  a.slots[k] = s;
+  return s;
+}
+
+template <class A>
+__attribute__((always_inline)) inline A& tg_alloc(int k) {
+  void* s = g.arena.slots[k];
+  if (__builtin_expect(!s, 0)) s = arena_alloc(k, sizeof(A), alignof(A) < 16 ? 16 : alignof(A));
+  return *static_cast<A*>(s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fibers
+// ---------------------------------------------------------------------------------------------
+
+enum FiberState : int32_t { F_RUN = 0, F_BARRIER = 1, F_LANES = 2, F_DONE = 3 };
+
+struct Fiber;
+using Resolver = void (*)(Fiber** lanes, uint32_t width);  // lanes[i] null when inactive
+
+constexpr size_t kSlotBytes = 64;
+
+struct Fiber {
+#if CN_FIBER_ASM
+  void* sp = nullptr;
+#else
+  ucontext_t ctx;
+#endif
+  int32_t state = F_DONE;
+  int32_t line = 0;          // where it waits (barrier / lane exchange)
+  const char* file = nullptr;
+  Resolver resolve = nullptr;
+  int64_t arg = 0;           // lane exchange argument (source lane, delta, mask)
+  uint32_t lane = 0;
+  uint32_t subgroup = 0;     // SIMD group index
+  alignas(16) unsigned char in[kSlotBytes];
+  alignas(16) unsigned char out[kSlotBytes];
+  ThreadInfo info;
+  unsigned char* stack = nullptr;
+  size_t stack_size = 0;
+};
+
+#if CN_FIBER_ASM
+// Saves callee-saved registers on the current stack, stores the stack pointer in *from, loads
+// `to` and restores the registers saved there. A fresh stack is laid out so that the final `ret`
+// enters fiber_entry with r12 = argument and r13 = function.
+__attribute__((naked, noinline)) inline void fiber_switch(void** /*from*/, void* /*to*/) {
+  __asm__ volatile(
+      "pushq %rbp\n\t"
+      "pushq %rbx\n\t"
+      "pushq %r12\n\t"
+      "pushq %r13\n\t"
+      "pushq %r14\n\t"
+      "pushq %r15\n\t"
+      "movq %rsp, (%rdi)\n\t"
+      "movq %rsi, %rsp\n\t"
+      "popq %r15\n\t"
+      "popq %r14\n\t"
+      "popq %r13\n\t"
+      "popq %r12\n\t"
+      "popq %rbx\n\t"
+      "popq %rbp\n\t"
+      "ret\n\t");
+}
+
+__attribute__((naked, noinline)) inline void fiber_entry() {
+  __asm__ volatile(
+      "movq %r12, %rdi\n\t"
+      "callq *%r13\n\t"
+      "ud2\n\t");
+}
+#endif
+
+struct Scheduler;
+
+struct Scheduler {
+#if CN_FIBER_ASM
+  void* sp = nullptr;
+#else
+  ucontext_t ctx;
+#endif
+  void (*call)(void* functor, const ThreadInfo& t) = nullptr;
+  void* functor = nullptr;
+  Fiber* fibers = nullptr;
+  uint32_t capacity = 0;
+  uint32_t n = 0;
+  uint32_t* order = nullptr;
+  uint32_t n_done = 0;
+  uint32_t n_barrier = 0;
+  uint32_t n_lanes = 0;
+  int32_t barrier_line = 0;
+  const char* barrier_file = nullptr;
+  bool barrier_mismatch = false;
+  uint32_t mismatch_a = 0, mismatch_b = 0;  // fibers waiting at two different barriers
+};
+
+inline Scheduler sched;
+
+constexpr size_t kStackBytes = size_t(256) << 10;  // virtual; touched pages only
+
+inline void fiber_main_body(Fiber* f) {
+  sched.call(sched.functor, f->info);
+  f->state = F_DONE;
+  ++sched.n_done;
+}
+
+#if CN_FIBER_ASM
+inline void fiber_main(void* arg) {
+  Fiber* f = static_cast<Fiber*>(arg);
+  fiber_main_body(f);
+  fiber_switch(&f->sp, sched.sp);
+  __builtin_unreachable();
+}
+#else
+inline void fiber_main_uc(unsigned hi, unsigned lo) {
+  Fiber* f = reinterpret_cast<Fiber*>((uintptr_t(hi) << 32) | uintptr_t(lo));
+  fiber_main_body(f);
+  swapcontext(&f->ctx, &sched.ctx);
+  std::abort();
+}
+#endif
+
+inline void ensure_fibers(uint32_t n) {
+  if (n <= sched.capacity) return;
+  Fiber* nf = static_cast<Fiber*>(std::calloc(n, sizeof(Fiber)));
+  uint32_t* order = static_cast<uint32_t*>(std::calloc(n, sizeof(uint32_t)));
+  if (!nf || !order) std::abort();
+  for (uint32_t i = 0; i < n; ++i) {
+    new (&nf[i]) Fiber();
+    if (i < sched.capacity) {
+      nf[i].stack = sched.fibers[i].stack;
+      nf[i].stack_size = sched.fibers[i].stack_size;
+    } else {
+      size_t page = size_t(sysconf(_SC_PAGESIZE));
+      size_t total = kStackBytes + page;
+      void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) std::abort();
+      mprotect(m, page, PROT_NONE);  // guard page below the stack
+      nf[i].stack = static_cast<unsigned char*>(m) + page;
+      nf[i].stack_size = kStackBytes;
+    }
+  }
+  std::free(sched.fibers);
+  std::free(sched.order);
+  sched.fibers = nf;
+  sched.order = order;
+  sched.capacity = n;
+}
+
+inline void fiber_start(Fiber* f) {
+  f->state = F_RUN;
+#if CN_FIBER_ASM
+  uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + f->stack_size) & ~uintptr_t(15);
+  void** sp = reinterpret_cast<void**>(top - 72);  // 8 mod 16, see fiber_switch
+  sp[0] = nullptr;                                  // r15
+  sp[1] = nullptr;                                  // r14
+  sp[2] = reinterpret_cast<void*>(&fiber_main);     // r13
+  sp[3] = f;                                        // r12
+  sp[4] = nullptr;                                  // rbx
+  sp[5] = nullptr;                                  // rbp
+  sp[6] = reinterpret_cast<void*>(&fiber_entry);    // return address
+  f->sp = sp;
+#else
+  getcontext(&f->ctx);
+  f->ctx.uc_stack.ss_sp = f->stack;
+  f->ctx.uc_stack.ss_size = f->stack_size;
+  f->ctx.uc_link = nullptr;
+  uintptr_t a = reinterpret_cast<uintptr_t>(f);
+  makecontext(&f->ctx, reinterpret_cast<void (*)()>(&fiber_main_uc), 2, unsigned(a >> 32),
+              unsigned(a & 0xffffffffu));
+#endif
+}
+
+__attribute__((always_inline)) inline void resume(Fiber* f) {
+  g.fiber = f;
+  g.cur = &f->info;
+#if CN_FIBER_ASM
+  fiber_switch(&sched.sp, f->sp);
+#else
+  swapcontext(&sched.ctx, &f->ctx);
+#endif
+  g.fiber = nullptr;
+}
+
+__attribute__((always_inline)) inline void yield_to_scheduler(Fiber* f) {
+#if CN_FIBER_ASM
+  fiber_switch(&f->sp, sched.sp);
+#else
+  swapcontext(&f->ctx, &sched.ctx);
+#endif
+}
+
+__attribute__((noinline, cold)) inline void fail_no_fiber(const char* what, int line, const char* file) {
+  fail_fatal(ERR_INTERNAL, line, file,
+             "%s called in a kernel the emulator runs without fibers (it found no synchronisation "
+             "in the source text); please report this kernel", what);
+}
+
+// Group barrier: every thread of the group must reach the same barrier (same source line).
+__attribute__((noinline)) inline void barrier(int line, const char* file) {
+  Fiber* f = g.fiber;
+  if (!f) {
+    if (g.cur && g.cur->nthreads > 1) fail_no_fiber("a barrier", line, file);
+    return;
+  }
+  f->state = F_BARRIER;
+  f->line = line;
+  f->file = file;
+  if (sched.n_barrier++ == 0) {
+    sched.barrier_line = line;
+    sched.barrier_file = file;
+  } else if (!sched.barrier_mismatch &&
+             (line != sched.barrier_line || std::strcmp(file, sched.barrier_file) != 0)) {
+    sched.barrier_mismatch = true;
+    sched.mismatch_b = uint32_t(f - sched.fibers);
+  }
+  yield_to_scheduler(f);
+}
+
+// Lane exchange: deposits `in` and waits until every active lane of the SIMD group reached the
+// same exchange (same line); `resolve` then computes every lane's `out`.
+template <class R, class T>
+inline R lane_exchange(const T& value, int64_t arg, Resolver resolve, int line, const char* file) {
+  static_assert(sizeof(T) <= kSlotBytes && sizeof(R) <= kSlotBytes, "lane value too large");
+  Fiber* f = g.fiber;
+  if (!f) {
+    // A group of one thread has nothing to wait for: resolve alone.
+    Fiber solo;
+    solo.lane = 0;
+    solo.arg = arg;
+    std::memcpy(solo.in, &value, sizeof(T));
+    if (g.cur && g.cur->nthreads > 1) {
+      fail_no_fiber("a SIMD-group function", line, file);
+      R r{};
+      return r;
+    }
+    Fiber* lanes[1] = {&solo};
+    resolve(lanes, 1);
+    R r;
+    std::memcpy(&r, solo.out, sizeof(R));
+    return r;
+  }
+  std::memcpy(f->in, &value, sizeof(T));
+  f->arg = arg;
+  f->resolve = resolve;
+  f->line = line;
+  f->file = file;
+  f->state = F_LANES;
+  ++sched.n_lanes;
+  yield_to_scheduler(f);
+  R r;
+  std::memcpy(&r, f->out, sizeof(R));
+  return r;
+}
+
+template <class T>
+inline const T& lane_in(const Fiber* f) { return *reinterpret_cast<const T*>(f->in); }
+template <class T>
+inline void lane_out(Fiber* f, const T& v) { std::memcpy(f->out, &v, sizeof(T)); }
+
+__attribute__((noinline, cold)) inline void fail_inactive(const Fiber* reader, int64_t lane) {
+  const ThreadInfo* saved = g.cur;
+  g.cur = &reader->info;
+  if (Report* r = begin_failure(ERR_INACTIVE_LANE)) {
+    r->lane = int32_t(lane);
+    r->line = reader->line;
+    copy_file(r, reader->file);
+  }
+  g.cur = saved;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random numbers for the random-order option
+// ---------------------------------------------------------------------------------------------
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  uint32_t below(uint32_t n) { return uint32_t(next() % n); }
+};
+
+template <class I>
+inline void shuffle(I* a, uint32_t n, Rng& rng) {
+  for (uint32_t i = n; i > 1; --i) {
+    uint32_t j = rng.below(i);
+    I t = a[i - 1]; a[i - 1] = a[j]; a[j] = t;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fiber scheduling of one group
+// ---------------------------------------------------------------------------------------------
+
+inline void describe_thread(char* out, size_t n, const ThreadInfo& t) {
+  std::snprintf(out, n, "(%u,%u,%u)", t.tid[0], t.tid[1], t.tid[2]);
+}
+
+// Resolves the lanes of SIMD group `s` waiting at the same exchange as `first`; with `full`, only
+// when every lane that has not exited waits there.
+inline bool resolve_lanes(uint32_t s, bool full) {
+  uint32_t w = sched.fibers[0].info.width;
+  uint32_t lo = s * w, hi = lo + w < sched.n ? lo + w : sched.n;
+  Fiber* first = nullptr;
+  for (uint32_t i = lo; i < hi; ++i) {
+    Fiber* f = &sched.fibers[i];
+    if (f->state == F_LANES) { first = f; break; }
+  }
+  if (!first) return false;
+  Fiber* lanes[64] = {};
+  for (uint32_t i = lo; i < hi; ++i) {
+    Fiber* f = &sched.fibers[i];
+    if (f->state == F_DONE) continue;
+    bool same = f->state == F_LANES && f->line == first->line && f->resolve == first->resolve &&
+                std::strcmp(f->file, first->file) == 0;
+    if (!same) {
+      if (full) return false;
+      continue;
+    }
+    lanes[i - lo] = f;
+  }
+  first->resolve(lanes, w);
+  for (uint32_t i = 0; i < w; ++i) {
+    if (lanes[i]) { lanes[i]->state = F_RUN; --sched.n_lanes; }
+  }
+  return true;
+}
+
+__attribute__((noinline, cold)) inline void fail_divergence() {
+  char a[48], b[48];
+  const ThreadInfo* first_waiting = nullptr;
+  const ThreadInfo* first_done = nullptr;
+  for (uint32_t i = 0; i < sched.n; ++i) {
+    const Fiber& f = sched.fibers[i];
+    if (f.state == F_BARRIER && !first_waiting) first_waiting = &f.info;
+    if (f.state == F_DONE && !first_done) first_done = &f.info;
+  }
+  g.cur = first_waiting ? first_waiting : &sched.fibers[0].info;
+  if (sched.barrier_mismatch) {
+    const Fiber& fa = sched.fibers[sched.mismatch_a];
+    const Fiber& fb = sched.fibers[sched.mismatch_b];
+    describe_thread(a, sizeof a, fa.info);
+    describe_thread(b, sizeof b, fb.info);
+    g.cur = &fa.info;
+    fail_fatal(ERR_BARRIER, fa.line, fa.file,
+               "threads wait at different barriers: thread %s at %s:%d, thread %s at %s:%d", a,
+               fa.file, fa.line, b, fb.file, fb.line);
+  } else {
+    describe_thread(a, sizeof a, *first_done);
+    describe_thread(b, sizeof b, *first_waiting);
+    fail_fatal(ERR_BARRIER, sched.barrier_line, sched.barrier_file,
+               "%u of %u threads wait at the barrier at %s:%d but %u threads have returned "
+               "(first: thread %s); every thread of a group must reach every barrier",
+               sched.n_barrier, sched.n, sched.barrier_file, sched.barrier_line, sched.n_done, a);
+  }
+}
+
+inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
+  ensure_fibers(n);
+  sched.n = n;
+  sched.n_done = sched.n_barrier = sched.n_lanes = 0;
+  sched.barrier_mismatch = false;
+  uint32_t w = infos[0].width;
+  for (uint32_t i = 0; i < n; ++i) {
+    Fiber* f = &sched.fibers[i];
+    f->info = infos[i];
+    f->lane = i % w;
+    f->subgroup = i / w;
+    fiber_start(f);
+    sched.order[i] = i;
+  }
+  if (rng) shuffle(sched.order, n, *rng);
+  uint32_t nsub = (n + w - 1) / w;
+  for (;;) {
+    for (uint32_t k = 0; k < n; ++k) {
+      Fiber* f = &sched.fibers[sched.order[k]];
+      if (f->state == F_RUN) resume(f);
+    }
+    g.cur = nullptr;
+    if (g.abort) return;
+    if (sched.n_done == n) return;
+    if (sched.n_lanes) {
+      bool any = false;
+      for (uint32_t s = 0; s < nsub; ++s) any |= resolve_lanes(s, true);
+      if (!any) {
+        for (uint32_t s = 0; s < nsub; ++s) any |= resolve_lanes(s, false);
+      }
+      if (any) continue;
+    }
+    // Everything left waits at a barrier.
+    if (sched.n_done != 0 || sched.barrier_mismatch) {
+      if (sched.barrier_mismatch) {
+        for (uint32_t i = 0; i < n; ++i) {
+          if (sched.fibers[i].state == F_BARRIER && sched.fibers[i].line == sched.barrier_line &&
+              std::strcmp(sched.fibers[i].file, sched.barrier_file) == 0) {
+            sched.mismatch_a = i;
+            break;
+          }
+        }
+      }
+      fail_divergence();
+      return;
+    }
+    sched.n_barrier = 0;
+    for (uint32_t i = 0; i < n; ++i) sched.fibers[i].state = F_RUN;
+  }
+}
+
+template <class F>
+inline void call_functor(void* fn, const ThreadInfo& t) { (*static_cast<F*>(fn))(t); }
+
+// ---------------------------------------------------------------------------------------------
+// The grid walk
+// ---------------------------------------------------------------------------------------------
+
+inline uint32_t ceil_div(uint32_t a, uint32_t b) { return b ? (a + b - 1) / b : 0; }
+
+// Runs `kernel(ThreadInfo)` for every thread of the grid. `Fibers`: threads of a group run as
+// fibers (the kernel synchronises); otherwise as a plain loop. `Checks`: keep the current thread
+// up to date for failure reports. Returns 0, or -1 when the descriptor is unusable.
+template <bool Fibers, bool Checks, class F>
+inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
+  if (d->abi != CN_ABI_VERSION) return -1;
+  g.report = d->report;
+  g.checks = Checks;
+  g.abort = false;
+  g.cur = nullptr;
+  g.fiber = nullptr;
+  g.shared_limit = d->shared_limit;
+  ThreadInfo t{};
+  uint32_t width = d->simd_width ? uint32_t(d->simd_width) : 32u;
+  for (int k = 0; k < 3; ++k) {
+    t.grid[k] = d->grid[k];
+    t.dsize[k] = d->group[k] ? d->group[k] : 1;
+    t.ngroups[k] = ceil_div(d->grid[k], t.dsize[k]);
+  }
+  t.width = width;
+  uint64_t ngroups = uint64_t(t.ngroups[0]) * t.ngroups[1] * t.ngroups[2];
+  if (ngroups == 0) return 0;
+  uint32_t* perm = nullptr;
+  Rng rng{d->seed};
+  if (d->random_order) {
+    perm = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * ngroups));
+    if (!perm) return -1;
+    for (uint64_t i = 0; i < ngroups; ++i) perm[i] = uint32_t(i);
+    shuffle(perm, uint32_t(ngroups), rng);
+  }
+  uint32_t max_threads = t.dsize[0] * t.dsize[1] * t.dsize[2];
+  ThreadInfo* infos = nullptr;
+  uint32_t* torder = nullptr;
+  if (Fibers || d->random_order) {
+    infos = static_cast<ThreadInfo*>(std::malloc(sizeof(ThreadInfo) * max_threads));
+    torder = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * max_threads));
+    if (!infos || !torder) { std::free(perm); std::free(infos); std::free(torder); return -1; }
+  }
+  if (Fibers) {
+    sched.call = &call_functor<std::remove_reference_t<F>>;
+    sched.functor = static_cast<void*>(&kernel);
+  }
+  for (uint64_t q = 0; q < ngroups && !g.abort; ++q) {
+    uint64_t lin = perm ? perm[q] : q;
+    t.gid[0] = uint32_t(lin % t.ngroups[0]);
+    t.gid[1] = uint32_t((lin / t.ngroups[0]) % t.ngroups[1]);
+    t.gid[2] = uint32_t(lin / (uint64_t(t.ngroups[0]) * t.ngroups[1]));
+    uint32_t base[3];
+    for (int k = 0; k < 3; ++k) {
+      base[k] = t.gid[k] * t.dsize[k];
+      uint32_t left = t.grid[k] - base[k];
+      t.gsize[k] = left < t.dsize[k] ? left : t.dsize[k];
+    }
+    t.nthreads = t.gsize[0] * t.gsize[1] * t.gsize[2];
+    if (nshared) arena_begin_group(nshared);
+    if (Fibers || d->random_order) {
+      uint32_t i = 0;
+      for (uint32_t z = 0; z < t.gsize[2]; ++z)
+        for (uint32_t y = 0; y < t.gsize[1]; ++y)
+          for (uint32_t x = 0; x < t.gsize[0]; ++x, ++i) {
+            ThreadInfo& u = infos[i];
+            u = t;
+            u.tid[0] = x; u.tid[1] = y; u.tid[2] = z;
+            u.pos[0] = base[0] + x; u.pos[1] = base[1] + y; u.pos[2] = base[2] + z;
+            u.lin = i;
+          }
+      if (Fibers) {
+        run_group_fibers(infos, t.nthreads, d->random_order ? &rng : nullptr);
+      } else {
+        for (uint32_t k = 0; k < t.nthreads; ++k) torder[k] = k;
+        shuffle(torder, t.nthreads, rng);
+        for (uint32_t k = 0; k < t.nthreads; ++k) {
+          const ThreadInfo& u = infos[torder[k]];
+          if (Checks) g.cur = &u;
+          kernel(u);
+        }
+      }
+      continue;
+    }
+    uint32_t i = 0;
+    for (uint32_t z = 0; z < t.gsize[2]; ++z) {
+      t.tid[2] = z;
+      t.pos[2] = base[2] + z;
+      for (uint32_t y = 0; y < t.gsize[1]; ++y) {
+        t.tid[1] = y;
+        t.pos[1] = base[1] + y;
+        for (uint32_t x = 0; x < t.gsize[0]; ++x, ++i) {
+          t.tid[0] = x;
+          t.pos[0] = base[0] + x;
+          t.lin = i;
+          if (Checks) g.cur = &t;
+          kernel(static_cast<const ThreadInfo&>(t));
+        }
+      }
+    }
+  }
+  g.cur = nullptr;
+  std::free(perm);
+  std::free(infos);
+  std::free(torder);
+  return 0;
+}
+
+}  // namespace cn
+
+#endif  // CN_CORE_H

@@ -1,0 +1,441 @@
+// cunumpy CPU emulation: the Metal Shading Language dialect on top of cn_core.h.
+//
+// Types and math (half, vectors, metal:: math, MLX preamble helpers) come from cn_metal_types.h.
+// This header adds what needs the scheduler or the checks: threadgroup_barrier and
+// simdgroup_barrier, SIMD-group and quad-group functions (lockstep over the active lanes),
+// atomics (atomic<T>, atomic_*_explicit), and the thread attributes the generated kernel wrapper
+// passes to the kernel. MSL address-space keywords become empty macros at the very end, after
+// every standard header, so they cannot clash with library names.
+#ifndef CN_METAL_H
+#define CN_METAL_H
+
+#include "cn_core.h"
+
+#if defined(__has_include)
+#if __has_include("cn_metal_types.h")
+#include "cn_metal_types.h"
+#define CN_METAL_HAVE_TYPES 1
+#endif
+#endif
+
+#ifndef CN_METAL_HAVE_TYPES
+// Minimal stand-in until cn_metal_types.h exists: float scalars and the vectors the thread
+// attributes need.
+#include <cmath>
+namespace metal {
+typedef unsigned int uint;
+typedef unsigned short ushort;
+struct uint2 { uint x, y; uint2() = default; uint2(uint a, uint b) : x(a), y(b) {} };
+struct uint3 {
+  uint x, y, z;
+  uint3() = default;
+  uint3(uint a, uint b, uint c) : x(a), y(b), z(c) {}
+};
+template <class T> inline T min(T a, T b) { return b < a ? b : a; }
+template <class T> inline T max(T a, T b) { return a < b ? b : a; }
+using std::sqrt; using std::exp; using std::log; using std::sin; using std::cos; using std::fabs;
+using std::floor; using std::ceil; using std::pow; using std::tanh;
+}  // namespace metal
+#endif
+
+namespace metal {
+
+// ---------------------------------------------------------------------------------------------
+// Barriers
+// ---------------------------------------------------------------------------------------------
+
+enum class mem_flags : unsigned {
+  mem_none = 0,
+  mem_device = 1,
+  mem_threadgroup = 2,
+  mem_texture = 4,
+  mem_threadgroup_imageblock = 8,
+  mem_object_data = 16,
+};
+constexpr mem_flags operator|(mem_flags a, mem_flags b) {
+  return mem_flags(unsigned(a) | unsigned(b));
+}
+constexpr mem_flags operator&(mem_flags a, mem_flags b) {
+  return mem_flags(unsigned(a) & unsigned(b));
+}
+
+enum class thread_scope { thread_scope_thread, thread_scope_simdgroup, thread_scope_threadgroup,
+                          thread_scope_device };
+
+inline void threadgroup_barrier(mem_flags = mem_flags::mem_none, int line = __builtin_LINE(),
+                                const char* file = __builtin_FILE()) {
+  cn::barrier(line, file);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SIMD-group and quad-group functions
+// ---------------------------------------------------------------------------------------------
+
+namespace cn_lanes {
+
+enum Op {
+  SUM, PRODUCT, MIN, MAX, AND, OR, XOR,
+  PRE_INC_SUM, PRE_EXC_SUM, PRE_INC_PRODUCT, PRE_EXC_PRODUCT,
+  SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, SHUFFLE_XOR, SHUFFLE_ROTATE_UP, SHUFFLE_ROTATE_DOWN,
+  BROADCAST_FIRST, BALLOT, ALL, ANY, IS_FIRST, NOP,
+};
+
+template <class T>
+inline T lane_min(const T& a, const T& b) {
+  if constexpr (std::is_arithmetic<T>::value) return b < a ? b : a;
+  else return min(a, b);
+}
+template <class T>
+inline T lane_max(const T& a, const T& b) {
+  if constexpr (std::is_arithmetic<T>::value) return a < b ? b : a;
+  else return max(a, b);
+}
+
+template <int OP, class T>
+inline T combine(const T& a, const T& b) {
+  if constexpr (OP == SUM || OP == PRE_INC_SUM || OP == PRE_EXC_SUM) return a + b;
+  else if constexpr (OP == PRODUCT || OP == PRE_INC_PRODUCT || OP == PRE_EXC_PRODUCT) return a * b;
+  else if constexpr (OP == MIN) return lane_min(a, b);
+  else if constexpr (OP == MAX) return lane_max(a, b);
+  else if constexpr (OP == AND) return a & b;
+  else if constexpr (OP == OR) return a | b;
+  else return a ^ b;
+}
+
+// Computes every lane's result for one exchange. W: lanes per subgroup (0 = the SIMD width; 4
+// for quad functions). Inactive lanes are null in `lanes`.
+template <class T, int OP, unsigned W>
+void resolve(cn::Fiber** lanes, uint32_t width) {
+  const uint32_t w = W ? W : width;
+  for (uint32_t q0 = 0; q0 < width; q0 += w) {
+    cn::Fiber** L = lanes + q0;
+    if constexpr (OP == NOP) {
+      continue;
+    } else if constexpr (OP <= XOR) {
+      bool have = false;
+      T acc{};
+      for (uint32_t i = 0; i < w; ++i) {
+        if (!L[i]) continue;
+        const T& v = cn::lane_in<T>(L[i]);
+        acc = have ? combine<OP>(acc, v) : v;
+        have = true;
+      }
+      for (uint32_t i = 0; i < w; ++i) if (L[i]) cn::lane_out<T>(L[i], acc);
+    } else if constexpr (OP >= PRE_INC_SUM && OP <= PRE_EXC_PRODUCT) {
+      const bool inclusive = OP == PRE_INC_SUM || OP == PRE_INC_PRODUCT;
+      T acc = (OP == PRE_INC_PRODUCT || OP == PRE_EXC_PRODUCT) ? T(1) : T(0);
+      for (uint32_t i = 0; i < w; ++i) {
+        if (!L[i]) continue;
+        const T& v = cn::lane_in<T>(L[i]);
+        T next = combine<OP>(acc, v);
+        cn::lane_out<T>(L[i], inclusive ? next : acc);
+        acc = next;
+      }
+    } else if constexpr (OP >= SHUFFLE && OP <= SHUFFLE_ROTATE_DOWN) {
+      for (uint32_t i = 0; i < w; ++i) {
+        if (!L[i]) continue;
+        int64_t a = L[i]->arg;
+        int64_t src;
+        if constexpr (OP == SHUFFLE) src = a;
+        else if constexpr (OP == SHUFFLE_UP) src = int64_t(i) - a < 0 ? int64_t(i) : int64_t(i) - a;
+        else if constexpr (OP == SHUFFLE_DOWN) src = int64_t(i) + a >= int64_t(w) ? int64_t(i) : int64_t(i) + a;
+        else if constexpr (OP == SHUFFLE_XOR) src = int64_t(i) ^ a;
+        else if constexpr (OP == SHUFFLE_ROTATE_UP) src = ((int64_t(i) - a) % int64_t(w) + w) % w;
+        else src = (int64_t(i) + a) % int64_t(w);
+        if (src < 0 || src >= int64_t(w) || !L[src]) {
+          cn::fail_inactive(L[i], int64_t(q0) + src);
+          cn::lane_out<T>(L[i], T{});
+        } else {
+          cn::lane_out<T>(L[i], cn::lane_in<T>(L[src]));
+        }
+      }
+    } else if constexpr (OP == BROADCAST_FIRST || OP == IS_FIRST) {
+      uint32_t first = w;
+      for (uint32_t i = 0; i < w; ++i) if (L[i]) { first = i; break; }
+      for (uint32_t i = 0; i < w; ++i) {
+        if (!L[i]) continue;
+        if constexpr (OP == IS_FIRST) cn::lane_out<bool>(L[i], i == first);
+        else cn::lane_out<T>(L[i], cn::lane_in<T>(L[first]));
+      }
+    } else if constexpr (OP == BALLOT) {
+      uint64_t bits = 0;
+      for (uint32_t i = 0; i < w; ++i)
+        if (L[i] && cn::lane_in<bool>(L[i])) bits |= uint64_t(1) << (W ? q0 + i : i);
+      for (uint32_t i = 0; i < w; ++i) if (L[i]) cn::lane_out<uint64_t>(L[i], bits);
+    } else if constexpr (OP == ALL || OP == ANY) {
+      bool all = true, any = false;
+      for (uint32_t i = 0; i < w; ++i) {
+        if (!L[i]) continue;
+        bool b = cn::lane_in<bool>(L[i]);
+        all = all && b;
+        any = any || b;
+      }
+      for (uint32_t i = 0; i < w; ++i) if (L[i]) cn::lane_out<bool>(L[i], OP == ALL ? all : any);
+    }
+  }
+}
+
+template <int OP, unsigned W, class R = void, class T>
+inline auto exchange(const T& v, int64_t arg, int line, const char* file) {
+  using Out = std::conditional_t<std::is_void<R>::value, T, R>;
+  return cn::lane_exchange<Out, T>(v, arg, &resolve<T, OP, W>, line, file);
+}
+
+}  // namespace cn_lanes
+
+// The result of simd_ballot: one bit per lane.
+struct simd_vote {
+  using vote_t = uint64_t;
+  vote_t v = 0;
+  constexpr simd_vote() = default;
+  constexpr explicit simd_vote(vote_t x) : v(x) {}
+  constexpr operator vote_t() const { return v; }
+  constexpr bool all() const { return v == ~vote_t(0); }
+  constexpr bool any() const { return v != 0; }
+};
+using quad_vote = simd_vote;
+
+#define CN_LANE_SITE int line = __builtin_LINE(), const char* file = __builtin_FILE()
+#define CN_LANE_REDUCE(NAME, OP, W)                                            \
+  template <class T>                                                           \
+  inline T NAME(T data, CN_LANE_SITE) {                                        \
+    return cn_lanes::exchange<cn_lanes::OP, W>(data, 0, line, file);           \
+  }
+#define CN_LANE_INDEXED(NAME, OP, W)                                           \
+  template <class T>                                                           \
+  inline T NAME(T data, ushort arg, CN_LANE_SITE) {                            \
+    return cn_lanes::exchange<cn_lanes::OP, W>(data, int64_t(arg), line, file); \
+  }
+
+CN_LANE_REDUCE(simd_sum, SUM, 0)
+CN_LANE_REDUCE(simd_product, PRODUCT, 0)
+CN_LANE_REDUCE(simd_min, MIN, 0)
+CN_LANE_REDUCE(simd_max, MAX, 0)
+CN_LANE_REDUCE(simd_and, AND, 0)
+CN_LANE_REDUCE(simd_or, OR, 0)
+CN_LANE_REDUCE(simd_xor, XOR, 0)
+CN_LANE_REDUCE(simd_prefix_inclusive_sum, PRE_INC_SUM, 0)
+CN_LANE_REDUCE(simd_prefix_exclusive_sum, PRE_EXC_SUM, 0)
+CN_LANE_REDUCE(simd_prefix_inclusive_product, PRE_INC_PRODUCT, 0)
+CN_LANE_REDUCE(simd_prefix_exclusive_product, PRE_EXC_PRODUCT, 0)
+CN_LANE_REDUCE(simd_broadcast_first, BROADCAST_FIRST, 0)
+CN_LANE_INDEXED(simd_shuffle, SHUFFLE, 0)
+CN_LANE_INDEXED(simd_broadcast, SHUFFLE, 0)
+CN_LANE_INDEXED(simd_shuffle_up, SHUFFLE_UP, 0)
+CN_LANE_INDEXED(simd_shuffle_down, SHUFFLE_DOWN, 0)
+CN_LANE_INDEXED(simd_shuffle_xor, SHUFFLE_XOR, 0)
+CN_LANE_INDEXED(simd_shuffle_rotate_up, SHUFFLE_ROTATE_UP, 0)
+CN_LANE_INDEXED(simd_shuffle_rotate_down, SHUFFLE_ROTATE_DOWN, 0)
+
+CN_LANE_REDUCE(quad_sum, SUM, 4)
+CN_LANE_REDUCE(quad_product, PRODUCT, 4)
+CN_LANE_REDUCE(quad_min, MIN, 4)
+CN_LANE_REDUCE(quad_max, MAX, 4)
+CN_LANE_REDUCE(quad_and, AND, 4)
+CN_LANE_REDUCE(quad_or, OR, 4)
+CN_LANE_REDUCE(quad_xor, XOR, 4)
+CN_LANE_REDUCE(quad_prefix_inclusive_sum, PRE_INC_SUM, 4)
+CN_LANE_REDUCE(quad_prefix_exclusive_sum, PRE_EXC_SUM, 4)
+CN_LANE_REDUCE(quad_prefix_inclusive_product, PRE_INC_PRODUCT, 4)
+CN_LANE_REDUCE(quad_prefix_exclusive_product, PRE_EXC_PRODUCT, 4)
+CN_LANE_REDUCE(quad_broadcast_first, BROADCAST_FIRST, 4)
+CN_LANE_INDEXED(quad_shuffle, SHUFFLE, 4)
+CN_LANE_INDEXED(quad_broadcast, SHUFFLE, 4)
+CN_LANE_INDEXED(quad_shuffle_up, SHUFFLE_UP, 4)
+CN_LANE_INDEXED(quad_shuffle_down, SHUFFLE_DOWN, 4)
+CN_LANE_INDEXED(quad_shuffle_xor, SHUFFLE_XOR, 4)
+CN_LANE_INDEXED(quad_shuffle_rotate_up, SHUFFLE_ROTATE_UP, 4)
+CN_LANE_INDEXED(quad_shuffle_rotate_down, SHUFFLE_ROTATE_DOWN, 4)
+
+#undef CN_LANE_REDUCE
+#undef CN_LANE_INDEXED
+
+inline simd_vote simd_ballot(bool b, CN_LANE_SITE) {
+  return simd_vote(cn_lanes::exchange<cn_lanes::BALLOT, 0, uint64_t>(b, 0, line, file));
+}
+inline simd_vote simd_active_threads_mask(CN_LANE_SITE) {
+  return simd_vote(cn_lanes::exchange<cn_lanes::BALLOT, 0, uint64_t>(true, 0, line, file));
+}
+inline bool simd_all(bool b, CN_LANE_SITE) {
+  return cn_lanes::exchange<cn_lanes::ALL, 0>(b, 0, line, file);
+}
+inline bool simd_any(bool b, CN_LANE_SITE) {
+  return cn_lanes::exchange<cn_lanes::ANY, 0>(b, 0, line, file);
+}
+inline bool simd_is_first(CN_LANE_SITE) {
+  return cn_lanes::exchange<cn_lanes::IS_FIRST, 0>(true, 0, line, file);
+}
+inline bool simd_is_helper_thread() { return false; }
+inline quad_vote quad_ballot(bool b, CN_LANE_SITE) {
+  return quad_vote(cn_lanes::exchange<cn_lanes::BALLOT, 4, uint64_t>(b, 0, line, file));
+}
+inline quad_vote quad_active_threads_mask(CN_LANE_SITE) {
+  return quad_vote(cn_lanes::exchange<cn_lanes::BALLOT, 4, uint64_t>(true, 0, line, file));
+}
+inline bool quad_all(bool b, CN_LANE_SITE) {
+  return cn_lanes::exchange<cn_lanes::ALL, 4>(b, 0, line, file);
+}
+inline bool quad_any(bool b, CN_LANE_SITE) {
+  return cn_lanes::exchange<cn_lanes::ANY, 4>(b, 0, line, file);
+}
+inline bool quad_is_first(CN_LANE_SITE) {
+  return cn_lanes::exchange<cn_lanes::IS_FIRST, 4>(true, 0, line, file);
+}
+inline void simdgroup_barrier(mem_flags = mem_flags::mem_none, CN_LANE_SITE) {
+  (void)cn_lanes::exchange<cn_lanes::NOP, 0>(false, 0, line, file);
+}
+
+#undef CN_LANE_SITE
+
+// ---------------------------------------------------------------------------------------------
+// Atomics. The emulator runs one thread at a time, so every operation is a plain
+// read-modify-write; atomic<T> has the size and alignment of T (atomic outputs alias the array).
+// ---------------------------------------------------------------------------------------------
+
+enum memory_order {
+  memory_order_relaxed,
+  memory_order_consume,
+  memory_order_acquire,
+  memory_order_release,
+  memory_order_acq_rel,
+  memory_order_seq_cst,
+};
+
+template <class T>
+struct atomic {
+  T v;
+};
+using atomic_int = atomic<int>;
+using atomic_uint = atomic<unsigned int>;
+using atomic_bool = atomic<bool>;
+using atomic_float = atomic<float>;
+using atomic_long = atomic<long>;
+using atomic_ulong = atomic<unsigned long>;
+
+template <class T> struct cn_same { using type = T; };
+template <class T> using cn_arg = typename cn_same<T>::type;
+
+inline void atomic_thread_fence(mem_flags, memory_order, thread_scope = thread_scope::thread_scope_device) {}
+
+#define CN_ATOMIC_RMW(NAME, EXPR)                                                         \
+  template <class T>                                                                      \
+  inline T NAME(volatile atomic<T>* o, cn_arg<T> a, memory_order = memory_order_relaxed) {  \
+    atomic<T>* p = const_cast<atomic<T>*>(o);                                             \
+    T old = p->v;                                                                         \
+    p->v = (EXPR);                                                                        \
+    return old;                                                                           \
+  }                                                                                       \
+  template <class T>                                                                      \
+  inline T NAME(cn::ptr<atomic<T>> o, cn_arg<T> a, memory_order m = memory_order_relaxed) { \
+    return NAME(&o[0], a, m);                                                             \
+  }
+
+CN_ATOMIC_RMW(atomic_fetch_add_explicit, T(old + a))
+CN_ATOMIC_RMW(atomic_fetch_sub_explicit, T(old - a))
+CN_ATOMIC_RMW(atomic_fetch_and_explicit, T(old & a))
+CN_ATOMIC_RMW(atomic_fetch_or_explicit, T(old | a))
+CN_ATOMIC_RMW(atomic_fetch_xor_explicit, T(old ^ a))
+CN_ATOMIC_RMW(atomic_fetch_min_explicit, (a < old ? a : old))
+CN_ATOMIC_RMW(atomic_fetch_max_explicit, (old < a ? a : old))
+CN_ATOMIC_RMW(atomic_exchange_explicit, a)
+#undef CN_ATOMIC_RMW
+
+template <class T>
+inline T atomic_load_explicit(const volatile atomic<T>* o, memory_order = memory_order_relaxed) {
+  return const_cast<const atomic<T>*>(o)->v;
+}
+template <class T>
+inline T atomic_load_explicit(cn::ptr<atomic<T>> o, memory_order m = memory_order_relaxed) {
+  return atomic_load_explicit(&o[0], m);
+}
+template <class T>
+inline T atomic_load_explicit(cn::ptr<const atomic<T>> o, memory_order m = memory_order_relaxed) {
+  return atomic_load_explicit(&o[0], m);
+}
+template <class T>
+inline void atomic_store_explicit(volatile atomic<T>* o, cn_arg<T> a,
+                                  memory_order = memory_order_relaxed) {
+  const_cast<atomic<T>*>(o)->v = a;
+}
+template <class T>
+inline void atomic_store_explicit(cn::ptr<atomic<T>> o, cn_arg<T> a,
+                                  memory_order m = memory_order_relaxed) {
+  atomic_store_explicit(&o[0], a, m);
+}
+template <class T>
+inline bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* o, cn_arg<T>* expected,
+                                                  cn_arg<T> desired,
+                                                  memory_order = memory_order_relaxed,
+                                                  memory_order = memory_order_relaxed) {
+  atomic<T>* p = const_cast<atomic<T>*>(o);
+  if (p->v == *expected) {
+    p->v = desired;
+    return true;
+  }
+  *expected = p->v;
+  return false;
+}
+template <class T>
+inline bool atomic_compare_exchange_weak_explicit(cn::ptr<atomic<T>> o, cn_arg<T>* expected,
+                                                  cn_arg<T> desired,
+                                                  memory_order s = memory_order_relaxed,
+                                                  memory_order f = memory_order_relaxed) {
+  return atomic_compare_exchange_weak_explicit(&o[0], expected, desired, s, f);
+}
+template <class T>
+inline bool atomic_compare_exchange_strong_explicit(volatile atomic<T>* o, cn_arg<T>* expected,
+                                                    cn_arg<T> desired,
+                                                    memory_order s = memory_order_relaxed,
+                                                    memory_order f = memory_order_relaxed) {
+  return atomic_compare_exchange_weak_explicit(o, expected, desired, s, f);
+}
+
+}  // namespace metal
+
+using namespace metal;
+
+// ---------------------------------------------------------------------------------------------
+// Thread attributes, as the generated wrapper passes them (Metal names, uint / uint3 values)
+// ---------------------------------------------------------------------------------------------
+
+namespace cn {
+namespace msl {
+
+inline uint3 u3(const uint32_t* v) { return uint3(v[0], v[1], v[2]); }
+inline uint cdiv(uint a, uint b) { return (a + b - 1) / b; }
+
+inline uint3 dispatch_threads_per_threadgroup(const ThreadInfo& t) { return u3(t.dsize); }
+inline uint dispatch_simdgroups_per_threadgroup(const ThreadInfo& t) {
+  return cdiv(t.dsize[0] * t.dsize[1] * t.dsize[2], t.width);
+}
+inline uint dispatch_quadgroups_per_threadgroup(const ThreadInfo& t) {
+  return cdiv(t.dsize[0] * t.dsize[1] * t.dsize[2], 4);
+}
+inline uint3 grid_origin(const ThreadInfo&) { return uint3(0, 0, 0); }
+inline uint3 grid_size(const ThreadInfo& t) { return u3(t.grid); }
+inline uint quadgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / 4; }
+inline uint quadgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, 4); }
+inline uint simdgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / t.width; }
+inline uint simdgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, t.width); }
+inline uint thread_execution_width(const ThreadInfo& t) { return t.width; }
+inline uint thread_index_in_quadgroup(const ThreadInfo& t) { return t.lin % 4; }
+inline uint thread_index_in_simdgroup(const ThreadInfo& t) { return t.lin % t.width; }
+inline uint thread_index_in_threadgroup(const ThreadInfo& t) { return t.lin; }
+inline uint3 thread_position_in_grid(const ThreadInfo& t) { return u3(t.pos); }
+inline uint3 thread_position_in_threadgroup(const ThreadInfo& t) { return u3(t.tid); }
+inline uint3 threadgroup_position_in_grid(const ThreadInfo& t) { return u3(t.gid); }
+inline uint3 threadgroups_per_grid(const ThreadInfo& t) { return u3(t.ngroups); }
+inline uint3 threads_per_grid(const ThreadInfo& t) { return u3(t.grid); }
+inline uint threads_per_simdgroup(const ThreadInfo& t) { return t.width; }
+inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); }
+
+}  // namespace msl
+}  // namespace cn
+
+// MSL address-space and function qualifiers. `threadgroup` is rewritten by the Python side.
+#define device
+#define constant
+#define thread
+#define kernel
+
+#endif  // CN_METAL_H
