@@ -16,6 +16,18 @@ from cunumpy.kernels._cuda_engines import (
 )
 from cunumpy.kernels._metal_engines import EmulatedDeviceArray
 from cunumpy.kernels.cuda import CudaKernel
+from cunumpy.kernels.dispatch import (
+    Kernel,
+    MissingPortError,
+    PortFallbackWarning,
+    SignatureMismatchError,
+    force_port,
+    forced_port,
+    metal_dispatch_enabled,
+    set_metal_dispatch,
+    use_metal,
+    use_port,
+)
 from cunumpy.kernels.metal import MetalKernel, metal_asarray
 
 __all__ = [
@@ -24,11 +36,21 @@ __all__ = [
     "CudaKernel",
     "CudaLaunchError",
     "EmulatedDeviceArray",
+    "Kernel",
     "MetalKernel",
+    "MissingPortError",
+    "PortFallbackWarning",
+    "SignatureMismatchError",
     "cuda_available",
     "cuda_engine_names",
+    "force_port",
+    "forced_port",
     "get_cuda_engine",
     "metal_asarray",
     "metal_available",
+    "metal_dispatch_enabled",
     "register_cuda_engine",
+    "set_metal_dispatch",
+    "use_metal",
+    "use_port",
 ]
