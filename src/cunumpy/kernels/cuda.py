@@ -238,7 +238,9 @@ class CudaKernel:
             if check_signature:
                 raise type(exc)(f"{tag} {exc}") from exc
             if name is None:
-                raise ValueError(f"{tag} name= is required when the signature is not parsed") from exc
+                raise ValueError(
+                    f"{tag} name= is required when the signature is not parsed"
+                ) from exc
             signature = None
         self.name: str = signature.name if signature is not None else str(name)
         tag = f"[cuda kernel {self.name!r}]"
@@ -272,11 +274,10 @@ class CudaKernel:
                     )
         self._params: tuple[CudaParam, ...] = signature.params if signature is not None else ()
         self._nparams = len(self._params) if signature is not None else -1
-        self._first_array = next(
-            (i for i, p in enumerate(self._params) if p.pointer), None
-        )
+        self._first_array = next((i for i, p in enumerate(self._params) if p.pointer), None)
         self._outputs = tuple(
-            i for i, p in enumerate(self._params)
+            i
+            for i, p in enumerate(self._params)
             if p.pointer and not p.const and p.dtype is not None and p.dtype.kind in "fc"
         )
         self._launchers: dict[CudaEngine, Any] = {}
@@ -288,7 +289,9 @@ class CudaKernel:
 
     # -- construction helpers ------------------------------------------------------------------
     @classmethod
-    def from_file(cls, path: str | os.PathLike, name: str | None = None, **kwargs: Any) -> CudaKernel:
+    def from_file(
+        cls, path: str | os.PathLike, name: str | None = None, **kwargs: Any
+    ) -> CudaKernel:
         """Read the kernel from a ``.cu`` file; its directory is searched for includes.
 
         ``name=None`` picks the only ``__global__`` function in the file. Other keyword arguments
@@ -394,8 +397,15 @@ class CudaKernel:
         name = engine if isinstance(engine, str) else engine.name
         return f"[{name} kernel {self.name!r}]"
 
-    def _launch_message(self, engine: str, what: str, grid: tuple, block: tuple,
-                        shared_mem: int, exc: BaseException | None = None) -> str:
+    def _launch_message(
+        self,
+        engine: str,
+        what: str,
+        grid: tuple,
+        block: tuple,
+        shared_mem: int,
+        exc: BaseException | None = None,
+    ) -> str:
         text = (
             f"{self._tag(engine)} {what} with grid {tuple(grid)}, block {tuple(block)}, "
             f"shared_mem {shared_mem}"
@@ -452,8 +462,13 @@ class CudaKernel:
             interface = value.__array_interface__
         dtype = np.dtype(value.dtype)
         if p.dtype is not None and dtype != p.dtype:
+            got = (
+                dtype.name
+                if dtype.isnative
+                else f"{dtype.name} ({dtype.str}, non-native byte order)"
+            )
             raise TypeError(
-                f"{tag} {label} has dtype {dtype.name}, but parameter '{p.text}' needs "
+                f"{tag} {label} has dtype {got}, but parameter '{p.text}' needs "
                 f"{p.dtype.name}. Arrays are never converted implicitly: convert once with "
                 f"{p.name}.astype({p.dtype.name}) and pass the result"
             )
@@ -465,9 +480,10 @@ class CudaKernel:
                 expected.append(step)
                 step *= extent
             expected.reverse()
-            contiguous = all(
-                s == e for s, e, n in zip(strides, expected, shape, strict=True) if n > 1
-            ) or math.prod(shape) == 0
+            contiguous = (
+                all(s == e for s, e, n in zip(strides, expected, shape, strict=True) if n > 1)
+                or math.prod(shape) == 0
+            )
             if not contiguous:
                 raise ValueError(
                     f"{tag} {label} is not C-contiguous (strides {tuple(strides)}), but "
@@ -561,7 +577,9 @@ class CudaKernel:
             return tuple(args)
         out = []
         for i, (p, v) in enumerate(zip(self._params, args, strict=True)):
-            out.append(self._check_array(engine, i, v) if p.pointer else self._check_scalar(engine, i, v))
+            out.append(
+                self._check_array(engine, i, v) if p.pointer else self._check_scalar(engine, i, v)
+            )
         return tuple(out)
 
     def _check_arity(self, engine: CudaEngine, args: tuple) -> None:
@@ -596,8 +614,16 @@ class CudaKernel:
                 limits, eng_name = eng.limits(), eng.name
         return self._geometry(eng_name, limits, args, n_threads, grid, block, shared_mem)
 
-    def _geometry(self, engine_name: str, limits: CudaLimits, args: tuple, n_threads: Any,
-                  grid: Any, block: Any, shared_mem: Any) -> LaunchConfig | None:
+    def _geometry(
+        self,
+        engine_name: str,
+        limits: CudaLimits,
+        args: tuple,
+        n_threads: Any,
+        grid: Any,
+        block: Any,
+        shared_mem: Any,
+    ) -> LaunchConfig | None:
         tag = self._tag(engine_name)
         if n_threads is not None and grid is not None:
             raise TypeError(f"{tag} give n_threads= or grid=, not both")
@@ -692,13 +718,21 @@ class CudaKernel:
         self._launcher_for(eng)
         return self._sources[eng]
 
-    def _slow(self, engine: CudaEngine, args: tuple, n_threads: Any, grid: Any, block: Any,
-              shared_mem: Any, stream: Any, check_finite: bool) -> None:
+    def _slow(
+        self,
+        engine: CudaEngine,
+        args: tuple,
+        n_threads: Any,
+        grid: Any,
+        block: Any,
+        shared_mem: Any,
+        stream: Any,
+        check_finite: bool,
+    ) -> None:
         """Everything the generated fast path does not: geometry checks, debug, check_finite."""
         if not self.check_signature or self.signature is None:
             args = self._checked(engine, args)
-        cfg = self._geometry(engine.name, engine.limits(), args, n_threads, grid, block,
-                             shared_mem)
+        cfg = self._geometry(engine.name, engine.limits(), args, n_threads, grid, block, shared_mem)
         if cfg is None:
             return
         go = self._prepared[engine]
@@ -709,8 +743,14 @@ class CudaKernel:
                 engine.synchronize(stream)
             except errors as exc:
                 raise CudaLaunchError(
-                    self._launch_message(engine.name, "failed while running", cfg.grid,
-                                         cfg.block, cfg.shared_mem, exc)
+                    self._launch_message(
+                        engine.name,
+                        "failed while running",
+                        cfg.grid,
+                        cfg.block,
+                        cfg.shared_mem,
+                        exc,
+                    )
                 ) from exc
         if check_finite:
             if not self.check_signature or self.signature is None:
@@ -736,8 +776,7 @@ class CudaKernel:
             "_go": self._prepared[engine],
             "_slow": self._slow,
         }
-        kw = ("n_threads=None, grid=None, block=None, shared_mem=0, stream=None, "
-              "check_finite=False")
+        kw = "n_threads=None, grid=None, block=None, shared_mem=0, stream=None, check_finite=False"
         if not self.check_signature or self.signature is None:
             text = (
                 f"def launch(*args, {kw}):\n"
