@@ -1,0 +1,55 @@
+"""``cunumpy demo``: the spec's particle push through every engine this machine has."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from cunumpy._runners import ENGINES
+
+
+def _engine_list(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in ENGINES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown engine(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(ENGINES)}"
+        )
+    return names
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--n", type=int, default=None, metavar="PARTICLES",
+        help="number of particles, 3 float32 coordinates each (default: 4 Mi with a GPU, "
+        "1 Mi when only the CPU emulators are available)",
+    )
+    parser.add_argument("--steps", type=int, default=200, metavar="NSTEPS",
+                        help="steps of the push, a compile-time constant of the kernels "
+                        "(default 200)")
+    parser.add_argument("--engines", type=_engine_list, default=None, metavar="LIST",
+                        help=f"comma-separated engines to try (default all: {','.join(ENGINES)})")
+    parser.add_argument("--rtol", type=float, default=None,
+                        help="largest relative error counted as agreement (default: "
+                        "2 * NSTEPS * float32 epsilon)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--json", metavar="PATH", default=None,
+                        help="also write the results as JSON to PATH")
+    parser.add_argument("--plain", action="store_true",
+                        help="plain text output even when rich is installed")
+
+
+def run(args: argparse.Namespace) -> int:
+    from cunumpy._console import Console
+    from cunumpy._demo import run_demo
+
+    if args.n is not None and args.n < 1:
+        raise SystemExit("cunumpy demo: --n must be a positive number of particles")
+    if args.steps < 1:
+        raise SystemExit("cunumpy demo: --steps must be at least 1")
+    report = run_demo(particles=args.n, nsteps=args.steps, engines=args.engines,
+                      seed=args.seed, rtol=args.rtol, console=Console(plain=args.plain))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report.as_dict(), fh, indent=2)
+    return 0 if report.ok else 1
