@@ -1,0 +1,64 @@
+"""Fixtures of the emulator tests.
+
+Most tests share the session's cache (set in tests/conftest.py), so a kernel compiled by one test
+is loaded, not recompiled, by the next. Tests of the cache itself take ``private_cache``: a fresh
+root for that test only, with the in-process memory of loaded libraries cleared around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cunumpy.emulation import CompilerNotFoundError, find_compiler
+from cunumpy.kernels._metal_signature import ArgSpec, MetalSignature, build_params
+
+
+def _have_compiler() -> bool:
+    try:
+        find_compiler()
+    except CompilerNotFoundError:
+        return False
+    return True
+
+
+if not _have_compiler():  # pragma: no cover - depends on the machine
+    pytest.skip("no C++ compiler for the emulators", allow_module_level=True)
+
+
+def make_signature(
+    name: str,
+    source: str,
+    inputs: Sequence[tuple[str, Any]],
+    outputs: Sequence[tuple[str, Any]],
+    *,
+    header: str = "",
+    template: Sequence[tuple[str, Any]] = (),
+    atomic_outputs: bool = False,
+) -> MetalSignature:
+    """A MetalSignature as MLX would declare it for these (name, array) pairs."""
+    ins = [ArgSpec(n, np.asarray(a).dtype, np.asarray(a).shape) for n, a in inputs]
+    outs = [ArgSpec(n, a.dtype, a.shape) for n, a in outputs]
+    params = build_params(source, ins, outs, atomic_outputs)
+    return MetalSignature(name, f"custom_kernel_{name}", params, tuple(template), source, header)
+
+
+@pytest.fixture
+def metal_sig():
+    """The :func:`make_signature` helper."""
+    return make_signature
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """A fresh cache root for this test (CUNUMPY_CACHE_DIR), with in-process memos cleared."""
+    from cunumpy.emulation import metal
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("CUNUMPY_CACHE_DIR", str(root))
+    metal.forget_variants()
+    yield root
+    metal.forget_variants()
