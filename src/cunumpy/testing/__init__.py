@@ -1,5 +1,17 @@
-"""Test helpers for kernel ports. Importing :mod:`cunumpy` does not import this module or pytest."""
+"""Test helpers for kernel ports. Importing :mod:`cunumpy` does not import this module or pytest.
+
+- :func:`assert_kernels_agree`: run each port of a :class:`~cunumpy.kernels.Kernel` (on the GPU,
+  or on the CPU emulators) and compare every output with the host kernel's.
+- :func:`tolerance_for` and :data:`DEFAULT_TOLERANCES`: the per-dtype default tolerances.
+- The pytest plugin (:mod:`cunumpy.testing.plugin`, registered automatically) provides the
+  ``backend``, ``cuda_engine`` and ``metal_engine`` fixtures and the ``requires_cuda`` /
+  ``requires_metal`` markers.
+
+pytest itself is imported only when a check has to skip or fail a test.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from cunumpy.testing._agree import DEFAULT_TOLERANCES, assert_kernels_agree, tolerance_for
+
+__all__ = ["DEFAULT_TOLERANCES", "assert_kernels_agree", "tolerance_for"]
