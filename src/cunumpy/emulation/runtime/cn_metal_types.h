@@ -429,22 +429,32 @@ struct swz {
   }
   swz& operator=(const V& v) {
     static_assert(cn_detail::distinct<I...>(), "cannot assign to a swizzle that repeats a component");
+    const V src = v;  // v may alias this vector (v.yx = v)
     int k = 0;
-    ((e[I] = v.e[k++]), ...);
+    ((e[I] = src.e[k++]), ...);
     return *this;
   }
   swz& operator=(const swz& o) { return *this = V(o); }
-  template <class U> swz& operator+=(const U& u) { return *this = V(*this) + u; }
-  template <class U> swz& operator-=(const U& u) { return *this = V(*this) - u; }
-  template <class U> swz& operator*=(const U& u) { return *this = V(*this) * u; }
-  template <class U> swz& operator/=(const U& u) { return *this = V(*this) / u; }
-  template <class U> swz& operator%=(const U& u) { return *this = V(*this) % u; }
-  template <class U> swz& operator&=(const U& u) { return *this = V(*this) & u; }
-  template <class U> swz& operator|=(const U& u) { return *this = V(*this) | u; }
-  template <class U> swz& operator^=(const U& u) { return *this = V(*this) ^ u; }
-  template <class U> swz& operator<<=(const U& u) { return *this = V(*this) << u; }
-  template <class U> swz& operator>>=(const U& u) { return *this = V(*this) >> u; }
 };
+
+// Compound assignment through a swizzle (free functions keep each swizzle class small).
+#define CN_SWZ_COMPOUND(op)                                                                      \
+  template <class T, int S, int... I, class U>                                                   \
+  inline swz<T, S, I...>& operator op##=(swz<T, S, I...>& s, const U& u) {                       \
+    using V = vec<T, static_cast<int>(sizeof...(I))>;                                            \
+    return s = V(V(s) op u);                                                                     \
+  }
+CN_SWZ_COMPOUND(+)
+CN_SWZ_COMPOUND(-)
+CN_SWZ_COMPOUND(*)
+CN_SWZ_COMPOUND(/)
+CN_SWZ_COMPOUND(%)
+CN_SWZ_COMPOUND(&)
+CN_SWZ_COMPOUND(|)
+CN_SWZ_COMPOUND(^)
+CN_SWZ_COMPOUND(<<)
+CN_SWZ_COMPOUND(>>)
+#undef CN_SWZ_COMPOUND
 
 // Members every vec<T, N> specialisation shares.
 #define CN_VEC_COMMON(N)                                                                         \
