@@ -798,10 +798,10 @@ def test_gpu_header_change_invalidates_the_cache(tmp_path, cp):
         '#include "value.cuh"\nextern "C" __global__ void setv(float* y) { y[threadIdx.x] = VALUE; }\n'
     )
     y = cp.zeros(32, cp.float32)
-    CudaKernel.from_file(tmp_path / "k.cu")(y)
+    CudaKernel.from_file(tmp_path / "k.cu")(y, grid=1, block=32)
     assert float(y[0]) == 1.0
     (tmp_path / "value.cuh").write_text("#define VALUE 2.0f\n")
-    CudaKernel.from_file(tmp_path / "k.cu")(y)
+    CudaKernel.from_file(tmp_path / "k.cu")(y, grid=1, block=32)
     assert float(y[0]) == 2.0
 
 

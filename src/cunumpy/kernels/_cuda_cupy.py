@@ -14,6 +14,7 @@ the argument tuple the front end checked. Errors CUDA reports at launch are re-r
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,23 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CupyEngine"]
 
 _OPTIN_THRESHOLD = 48 * 1024
+
+SCALAR_CACHE_SIZE = 1024
+"""Distinct values cached per scalar parameter type by :meth:`CupyEngine.scalar_converter`."""
+
+_CTYPES = {
+    "b1": ctypes.c_bool,
+    "i1": ctypes.c_int8,
+    "u1": ctypes.c_uint8,
+    "i2": ctypes.c_int16,
+    "u2": ctypes.c_uint16,
+    "i4": ctypes.c_int32,
+    "u4": ctypes.c_uint32,
+    "i8": ctypes.c_int64,
+    "u8": ctypes.c_uint64,
+    "f4": ctypes.c_float,
+    "f8": ctypes.c_double,
+}
 
 
 class CupyEngine(CudaEngine):
@@ -72,6 +90,42 @@ class CupyEngine(CudaEngine):
         if not ok:
             return ()
         return (self._module().ndarray,)
+
+    def scalar_converter(self, dtype: Any) -> Callable[[Any], Any]:
+        """Python number -> a cached ``cupy.cuda.function.CPointer`` to its C value.
+
+        CUDA reads each kernel parameter from the address it is given, with the size the
+        compiled kernel declares, when the launch is queued. Handing CuPy a pointer to a
+        ready-made C value skips building a NumPy scalar (and CuPy's own conversion of it) at
+        every call. Values are cached per parameter type, never freed or changed (so a pointer
+        stays valid in every thread); past :data:`SCALAR_CACHE_SIZE` distinct values, and for
+        zero (``-0.0 == 0.0``), a NumPy scalar is passed instead.
+        """
+        make = dtype.type
+        ctype = _CTYPES.get(dtype.str[1:]) if dtype.isnative else None
+        try:
+            from cupy.cuda.function import CPointer
+        except ImportError:  # pragma: no cover - CuPy without the class: NumPy scalars
+            return make
+        if ctype is None:
+            return make
+        cache: dict[Any, Any] = {}
+        keep: list[Any] = []
+        limit = SCALAR_CACHE_SIZE
+        addressof = ctypes.addressof
+
+        def convert(value: Any) -> Any:
+            hit = cache.get(value)
+            if hit is not None:
+                return hit
+            if not value or len(cache) >= limit:
+                return make(value)
+            c_value = ctype(value)
+            keep.append(c_value)
+            pointer = cache[value] = CPointer(addressof(c_value))
+            return pointer
+
+        return convert
 
     def adopt_array(self, array: Any) -> Any:
         cupy = self._module()
@@ -142,7 +196,9 @@ class CupyEngine(CudaEngine):
                     raise CudaCompileError(
                         f"[cupy kernel {kernel.name!r}] NVRTC could not compile it with options "
                         f"{list(options)}:\n{log}",
-                        log=log, options=options, source=code,
+                        log=log,
+                        options=options,
+                        source=code,
                     ) from exc
             self._compiled[key] = (raw, function)
         return function
@@ -166,8 +222,9 @@ class CupyEngine(CudaEngine):
                 "the CPU emulator with CUNUMPY_CUDA_ENGINE=emulator"
             )
 
-            def unavailable(grid: tuple, block: tuple, args: tuple, shared_mem: int,
-                            stream: Any) -> None:
+            def unavailable(
+                grid: tuple, block: tuple, args: tuple, shared_mem: int, stream: Any
+            ) -> None:
                 raise RuntimeError(message)
 
             return unavailable
@@ -195,8 +252,15 @@ class CupyEngine(CudaEngine):
         kernel._forget_functions.append(functions.clear)
         return go
 
-    def launch(self, kernel: CudaKernel, args: tuple, grid: tuple[int, int, int],
-               block: tuple[int, int, int], shared_mem: int, stream: Any) -> None:
+    def launch(
+        self,
+        kernel: CudaKernel,
+        args: tuple,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_mem: int,
+        stream: Any,
+    ) -> None:
         kernel._launcher_for(self)  # builds and caches kernel's prepared launch
         kernel._prepared[self](grid, block, args, shared_mem, stream)
 

@@ -56,8 +56,9 @@ class CudaCompileError(RuntimeError):
     """A CUDA kernel failed to compile. ``log`` holds the compiler's output, ``options`` the
     options used, ``source`` the text compiled."""
 
-    def __init__(self, message: str, *, log: str = "", options: tuple[str, ...] = (),
-                 source: str = "") -> None:
+    def __init__(
+        self, message: str, *, log: str = "", options: tuple[str, ...] = (), source: str = ""
+    ) -> None:
         super().__init__(message)
         self.log = log
         self.options = options
@@ -125,6 +126,13 @@ class CudaEngine:
         check). The first one is used. Empty when none can exist in this process."""
         return ()
 
+    def scalar_converter(self, dtype: Any) -> Callable[[Any], Any]:
+        """A callable turning an in-range Python number into what :meth:`launch` takes for a
+        scalar parameter of ``dtype``. Used on the fast path only (Python ``int`` for integer
+        parameters, ``float`` for floating ones, ``bool`` for ``bool``); the slow path always
+        passes NumPy scalars. The default is ``dtype.type`` (a NumPy scalar)."""
+        return dtype.type
+
     def adopt_array(self, array: Any) -> Any:
         """Turn an array that passed the protocol checks into what :meth:`launch` takes, without
         copying. The default returns it unchanged."""
@@ -146,8 +154,15 @@ class CudaEngine:
 
         return go
 
-    def launch(self, kernel: CudaKernel, args: tuple, grid: tuple[int, int, int],
-               block: tuple[int, int, int], shared_mem: int, stream: Any) -> None:
+    def launch(
+        self,
+        kernel: CudaKernel,
+        args: tuple,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_mem: int,
+        stream: Any,
+    ) -> None:
         """Run one launch of ``kernel`` (compiling it first when needed)."""
         raise NotImplementedError(f"engine {self.name!r} does not implement launch")
 
@@ -179,8 +194,9 @@ _PROVIDERS = {"emulator": "cunumpy.emulation.cuda"}
 _ALIASES = {"emu-cuda": "emulator"}
 
 
-def register_cuda_engine(name: str, factory: Callable[[], CudaEngine], *,
-                         replace: bool = False) -> None:
+def register_cuda_engine(
+    name: str, factory: Callable[[], CudaEngine], *, replace: bool = False
+) -> None:
     """Make ``factory()`` the engine that :func:`get_cuda_engine` returns for ``name``.
 
     Parameters
@@ -265,7 +281,9 @@ def get_cuda_engine(name: str | CudaEngine | None = None) -> CudaEngine:
         )
     engine = factory()
     if not isinstance(engine, CudaEngine):
-        raise TypeError(f"the factory for CUDA engine {key!r} returned {engine!r}, not a CudaEngine")
+        raise TypeError(
+            f"the factory for CUDA engine {key!r} returned {engine!r}, not a CudaEngine"
+        )
     with _lock:
         engine = _engines.setdefault(key, engine)
     return engine

@@ -813,7 +813,7 @@ class CudaKernel:
                 continue
             dt = p.dtype
             assert dt is not None
-            ns[f"_c{i}"] = dt.type
+            ns[f"_c{i}"] = engine.scalar_converter(dt)
             if dt.kind in "iu":
                 info = np.iinfo(dt)
                 cond = f"{v}.__class__ is int and {info.min} <= {v} <= {info.max}"
