@@ -277,8 +277,14 @@ def _find_all(clean: str) -> list[_Found]:
                 k = j
                 while k < len(clean) and clean[k].isspace():
                     k += 1
-                if word in ("__launch_bounds__", "__attribute__", "__declspec", "__maxnreg__",
-                            "__cluster_dims__", "alignas"):
+                if word in (
+                    "__launch_bounds__",
+                    "__attribute__",
+                    "__declspec",
+                    "__maxnreg__",
+                    "__cluster_dims__",
+                    "alignas",
+                ):
                     if k < len(clean) and clean[k] == "(":
                         end = _match_close(clean, k, "(", ")")
                         if end < 0:
@@ -518,7 +524,7 @@ def parse_signature(
 def _raw_extern_c(source: str, global_start: int) -> bool:
     """Confirm on the raw text that the blanked literal before __global__ was "C"."""
     before = source[:global_start]
-    last = max(before.rfind('extern "C"'), before.rfind("extern\"C\""))
+    last = max(before.rfind('extern "C"'), before.rfind('extern"C"'))
     return last >= 0
 
 
