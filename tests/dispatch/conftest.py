@@ -1,0 +1,35 @@
+"""Fixtures for the dispatch tests."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def emu_metal(monkeypatch):
+    """MetalKernel launches run on the CPU emulator (Metal dispatch is then on by default)."""
+    from cunumpy.emulation import CompilerNotFoundError, find_compiler
+
+    try:
+        find_compiler()
+    except CompilerNotFoundError as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setenv("CUNUMPY_METAL_ENGINE", "emulator")
+    monkeypatch.delenv("CUNUMPY_USE_METAL", raising=False)
+    monkeypatch.delenv("CUNUMPY_KERNEL_PORT", raising=False)
+    return "emulator"
+
+
+@pytest.fixture
+def emu_cuda(monkeypatch):
+    """CudaKernel launches run on the CPU emulator; skips while that engine is not available."""
+    from cunumpy.emulation import CompilerNotFoundError, find_compiler
+    from cunumpy.kernels import get_cuda_engine
+
+    try:
+        find_compiler()
+        get_cuda_engine("emulator")
+    except (CompilerNotFoundError, RuntimeError) as exc:
+        pytest.skip(f"the CUDA emulator cannot run here: {exc}")
+    monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "emulator")
+    return "emulator"
