@@ -244,3 +244,20 @@ def test_a_failing_port_fails_even_when_another_cannot_run(emu_metal, monkeypatc
     k = Kernel(scale, CudaKernel(SCALE_CU, "scale"), WRONG)
     with pytest.raises(AssertionError, match="port 'metal'"):
         assert_kernels_agree(k, scale_args)
+
+
+def test_cuda_emulator_missing_is_a_skip_reason(monkeypatch):
+    """With CUNUMPY_CUDA_ENGINE=emulator but no emulator engine, the CUDA port skips, saying why."""
+    from cunumpy.kernels import get_cuda_engine
+
+    try:
+        get_cuda_engine("emulator")
+    except RuntimeError:
+        pass
+    else:
+        pytest.skip("the CUDA emulator is available here")
+    monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "emulator")
+    monkeypatch.delenv("CUNUMPY_REQUIRE_CUDA", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="cuda port cannot run here: the CUDA engine "
+                                                    "'emulator' is not available"):
+        assert_kernels_agree(Kernel(scale, CudaKernel(SCALE_CU, "scale")), scale_args)

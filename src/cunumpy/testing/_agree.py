@@ -88,7 +88,13 @@ def _cuda_where(port: Any) -> _Where | str:
                 find_compiler()
             except CompilerNotFoundError as exc:
                 return f"the CUDA emulator needs a C++ compiler: {exc}"
-            return _Where("numpy", "emu-cuda")
+            from cunumpy.kernels._cuda_engines import get_cuda_engine
+
+            try:
+                engine = get_cuda_engine("emulator")
+            except RuntimeError as exc:
+                return str(exc)
+            return _Where("numpy", engine.name)
     else:
         if getattr(engine, "array_space", "device") == "host":
             return _Where("numpy", getattr(engine, "name", "emu-cuda"))
