@@ -131,10 +131,11 @@ def _pch_args(root: Path, compiler: Compiler, flags: tuple[str, ...], header: st
     except RuntimeError:
         args = plain
     else:
+        # The plain runtime directory comes second, in case the cache is removed meanwhile.
         if clang:
-            args = ("-include-pch", str(path), "-I", str(path.parent))
+            args = ("-include-pch", str(path), "-I", str(path.parent), *plain)
         else:
-            args = ("-I", str(path.parent), "-Winvalid-pch")
+            args = ("-I", str(path.parent), *plain)
     _PCH[memo] = args
     return args
 

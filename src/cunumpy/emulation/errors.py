@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "BarrierDivergenceError",
     "EmulationError",
+    "EmulatorWarning",
     "InactiveLaneError",
     "KernelCompileError",
     "KernelCrashError",
@@ -79,3 +80,7 @@ class KernelCrashError(EmulationError):
 class UnsafeCacheError(EmulationError, PermissionError):
     """The emulation cache directory is not private to the current user, so loading compiled
     code from it could run someone else's code."""
+
+
+class EmulatorWarning(UserWarning):
+    """The emulator runs a kernel with less checking than asked for, and says why."""

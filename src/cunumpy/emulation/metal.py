@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numbers
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,12 @@ from cunumpy import config
 from cunumpy.emulation import _build, _launch, _poison
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl, rewrite
-from cunumpy.emulation.errors import EmulationError, UnwrittenOutputError
+from cunumpy.emulation.errors import (
+    EmulationError,
+    EmulatorWarning,
+    KernelCompileError,
+    UnwrittenOutputError,
+)
 from cunumpy.kernels._metal_signature import MetalSignature, Param, metal_type_name
 
 __all__ = ["DIALECT", "EmulatorOptions", "generate_source", "run_metal"]
@@ -102,8 +108,16 @@ def _param_decl(p: Param, checks: bool) -> tuple[str, str]:
     )
 
 
-def generate_source(signature: MetalSignature, *, checks: bool) -> Generated:
-    """The C++ translation unit of one kernel variant."""
+def generate_source(
+    signature: MetalSignature, *, checks: bool, checked_buffers: bool | None = None
+) -> Generated:
+    """The C++ translation unit of one kernel variant.
+
+    ``checked_buffers`` (default: ``checks``) declares buffer parameters as bounds-checked
+    ``cn::ptr`` rather than raw pointers.
+    """
+    if checked_buffers is None:
+        checked_buffers = checks
     header = rewrite(signature.header or "", checks=checks)
     body = rewrite(signature.source, checks=checks, first_slot=len(header.shared))
     shared = header.shared + body.shared
@@ -117,7 +131,7 @@ def generate_source(signature: MetalSignature, *, checks: bool) -> Generated:
     tparams, targs = _template_parts(signature.template)
     decls, defs, args = [], [], []
     for p in signature.params:
-        decl, definition = _param_decl(p, checks)
+        decl, definition = _param_decl(p, checked_buffers)
         decls.append(decl)
         if p.kind == "attribute":
             args.append(f"cn::msl::{p.name}(t)")
@@ -270,14 +284,34 @@ def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build
     if hit is not None:
         return hit
     gen = generate_source(signature, checks=checks)
-    lib = _build.build_library(
-        gen.source,
-        engine=DIALECT.engine,
-        header="cn_metal.h",
-        checks=checks,
-        prefix=DIALECT.prefix(signature.name),
-        user_text={"body": signature.source, "header": signature.header or ""},
-    )
+
+    def build(g: Generated) -> _build.Library:
+        return _build.build_library(
+            g.source,
+            engine=DIALECT.engine,
+            header="cn_metal.h",
+            checks=checks,
+            prefix=DIALECT.prefix(signature.name),
+            user_text={"body": signature.source, "header": signature.header or ""},
+        )
+
+    try:
+        lib = build(gen)
+    except KernelCompileError as exc:
+        if not (checks and "cn::ptr" in exc.log):
+            raise
+        # Checked pointers are class objects: a header function template taking `device T*`
+        # cannot deduce T from them. Fall back to raw buffer pointers for this kernel.
+        gen = generate_source(signature, checks=checks, checked_buffers=False)
+        lib = build(gen)
+        first = next((ln for ln in exc.log.splitlines() if "error" in ln), "")
+        warnings.warn(
+            f"{DIALECT.prefix(signature.name)} bounds checks of buffer arguments are off: with "
+            f"checked pointers the kernel does not compile ({first.strip()}). Threadgroup "
+            "arrays, unwritten outputs, barriers and SIMD lanes are still checked",
+            EmulatorWarning,
+            stacklevel=3,
+        )
     _VARIANTS[memo] = (gen, lib)
     return gen, lib
 

@@ -373,6 +373,7 @@ struct Scheduler {
   uint32_t capacity = 0;
   uint32_t n = 0;
   uint32_t* order = nullptr;
+  int64_t pos = -1;  // cursor in `order` of the current pass
   uint32_t n_done = 0;
   uint32_t n_barrier = 0;
   uint32_t n_lanes = 0;
@@ -392,18 +393,50 @@ inline void fiber_main_body(Fiber* f) {
   ++sched.n_done;
 }
 
+// The next fiber of the current pass that can run, or null when the pass is over.
+__attribute__((always_inline)) inline Fiber* next_runnable() {
+  while (++sched.pos < int64_t(sched.n)) {
+    Fiber* f = &sched.fibers[sched.order[sched.pos]];
+    if (f->state == F_RUN) return f;
+  }
+  return nullptr;
+}
+
+// Leaves fiber `f` (blocked or done): switches straight to the next runnable fiber of the pass,
+// or back to the scheduler when there is none.
+__attribute__((always_inline)) inline void leave(Fiber* f) {
+  Fiber* n = next_runnable();
+#if CN_FIBER_ASM
+  if (n) {
+    g.fiber = n;
+    g.cur = &n->info;
+    fiber_switch(&f->sp, n->sp);
+  } else {
+    fiber_switch(&f->sp, sched.sp);
+  }
+#else
+  if (n) {
+    g.fiber = n;
+    g.cur = &n->info;
+    swapcontext(&f->ctx, &n->ctx);
+  } else {
+    swapcontext(&f->ctx, &sched.ctx);
+  }
+#endif
+}
+
 #if CN_FIBER_ASM
 inline void fiber_main(void* arg) {
   Fiber* f = static_cast<Fiber*>(arg);
   fiber_main_body(f);
-  fiber_switch(&f->sp, sched.sp);
+  leave(f);
   __builtin_unreachable();
 }
 #else
 inline void fiber_main_uc(unsigned hi, unsigned lo) {
   Fiber* f = reinterpret_cast<Fiber*>((uintptr_t(hi) << 32) | uintptr_t(lo));
   fiber_main_body(f);
-  swapcontext(&f->ctx, &sched.ctx);
+  leave(f);
   std::abort();
 }
 #endif
@@ -438,7 +471,10 @@ inline void ensure_fibers(uint32_t n) {
 inline void fiber_start(Fiber* f) {
   f->state = F_RUN;
 #if CN_FIBER_ASM
-  uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + f->stack_size) & ~uintptr_t(15);
+  // Stack tops are staggered by a multiple of 64 bytes so that the fibers' hot frames do not all
+  // fall into the same L1 cache sets.
+  size_t color = (size_t(f - sched.fibers) % 61) * 64;
+  uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + f->stack_size - color) & ~uintptr_t(15);
   void** sp = reinterpret_cast<void**>(top - 72);  // 8 mod 16, see fiber_switch
   sp[0] = nullptr;                                  // r15
   sp[1] = nullptr;                                  // r14
@@ -459,7 +495,11 @@ inline void fiber_start(Fiber* f) {
 #endif
 }
 
-__attribute__((always_inline)) inline void resume(Fiber* f) {
+// Runs one pass: every runnable fiber, in order, until each has blocked or finished.
+inline void run_pass() {
+  sched.pos = -1;
+  Fiber* f = next_runnable();
+  if (!f) return;
   g.fiber = f;
   g.cur = &f->info;
 #if CN_FIBER_ASM
@@ -468,14 +508,6 @@ __attribute__((always_inline)) inline void resume(Fiber* f) {
   swapcontext(&sched.ctx, &f->ctx);
 #endif
   g.fiber = nullptr;
-}
-
-__attribute__((always_inline)) inline void yield_to_scheduler(Fiber* f) {
-#if CN_FIBER_ASM
-  fiber_switch(&f->sp, sched.sp);
-#else
-  swapcontext(&f->ctx, &sched.ctx);
-#endif
 }
 
 __attribute__((noinline, cold)) inline void fail_no_fiber(const char* what, int line, const char* file) {
@@ -498,11 +530,12 @@ __attribute__((noinline)) inline void barrier(int line, const char* file) {
     sched.barrier_line = line;
     sched.barrier_file = file;
   } else if (!sched.barrier_mismatch &&
-             (line != sched.barrier_line || std::strcmp(file, sched.barrier_file) != 0)) {
+             (line != sched.barrier_line ||
+              (file != sched.barrier_file && std::strcmp(file, sched.barrier_file) != 0))) {
     sched.barrier_mismatch = true;
     sched.mismatch_b = uint32_t(f - sched.fibers);
   }
-  yield_to_scheduler(f);
+  leave(f);
 }
 
 // Lane exchange: deposits `in` and waits until every active lane of the SIMD group reached the
@@ -535,7 +568,7 @@ inline R lane_exchange(const T& value, int64_t arg, Resolver resolve, int line, 
   f->file = file;
   f->state = F_LANES;
   ++sched.n_lanes;
-  yield_to_scheduler(f);
+  leave(f);
   R r;
   std::memcpy(&r, f->out, sizeof(R));
   return r;
@@ -664,10 +697,7 @@ inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
   if (rng) shuffle(sched.order, n, *rng);
   uint32_t nsub = (n + w - 1) / w;
   for (;;) {
-    for (uint32_t k = 0; k < n; ++k) {
-      Fiber* f = &sched.fibers[sched.order[k]];
-      if (f->state == F_RUN) resume(f);
-    }
+    run_pass();
     g.cur = nullptr;
     if (g.abort) return;
     if (sched.n_done == n) return;
