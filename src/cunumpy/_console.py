@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 __all__ = ["Console"]
@@ -59,6 +59,42 @@ class Console:
             yield
         finally:
             print(f" {time.perf_counter() - start:.1f} s", flush=True)
+
+    @contextlib.contextmanager
+    def progress(self, total: int, text: str) -> Iterator[Callable[[str], None]]:
+        """A progress bar over ``total`` steps; the block calls ``step(description)`` when it
+        starts each step (a bar on a terminal, one numbered line per step otherwise)."""
+        if self._rich is not None and self._rich.is_terminal:
+            from rich.markup import escape
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn())
+            with Progress(*columns, console=self._rich, transient=True) as bar:
+                task = bar.add_task(escape(text), total=total)
+                started = [False]
+
+                def step(description: str) -> None:
+                    bar.update(task, advance=1 if started[0] else 0,
+                               description=escape(f"{text}: {description}"))
+                    started[0] = True
+
+                yield step
+                bar.update(task, completed=total)
+            return
+        count = [0]
+
+        def plain_step(description: str) -> None:
+            count[0] += 1
+            print(f"  [{count[0]}/{total}] {description}", flush=True)
+
+        yield plain_step
 
     def table(
         self,

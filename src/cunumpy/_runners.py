@@ -263,7 +263,7 @@ class Push(Workload):
         return out.reshape(inp.shape)
 
     def host_numba(self, inp):
-        fn = _numba_functions()["push"]
+        fn = _numba_functions().push
         out = np.empty(inp.size, np.float32)
         fn(inp.arrays["pos"].reshape(-1), inp.arrays["vel"].reshape(-1),
            np.float32(inp.scalars["dt"]), self.nsteps, out)
@@ -305,7 +305,7 @@ class Axpy(Workload):
 
     def host_numba(self, inp):
         out = np.empty(inp.size, np.float32)
-        _numba_functions()["axpy"](np.float32(inp.scalars["a"]), inp.arrays["x"].reshape(-1),
+        _numba_functions().axpy(np.float32(inp.scalars["a"]), inp.arrays["x"].reshape(-1),
                                    inp.arrays["y"].reshape(-1), out)
         return out.reshape(inp.shape)
 
@@ -356,7 +356,7 @@ class Interp(Workload):
 
     def host_numba(self, inp):
         out = np.empty(inp.size, np.float32)
-        _numba_functions()["interp"](inp.arrays["pos"].reshape(-1), inp.arrays["field"],
+        _numba_functions().interp(inp.arrays["pos"].reshape(-1), inp.arrays["field"],
                                      int(inp.scalars["m"]), out)
         return out.reshape(inp.shape)
 
@@ -434,33 +434,10 @@ y[i] = x[i] + 1.0f;
 """
 
 
-@functools.cache
-def _numba_functions() -> dict[str, Any]:
-    import numba
+def _numba_functions() -> Any:
+    from cunumpy import _runners_numba
 
-    @numba.njit(parallel=True)
-    def push(pos, vel, dt, nsteps, out):  # pragma: no cover - compiled by Numba
-        for i in numba.prange(pos.size):
-            x = pos[i]
-            d = vel[i] * dt
-            for _ in range(nsteps):
-                x += d
-            out[i] = x
-
-    @numba.njit(parallel=True)
-    def axpy(a, x, y, out):  # pragma: no cover - compiled by Numba
-        for i in numba.prange(x.size):
-            out[i] = a * x[i] + y[i]
-
-    @numba.njit(parallel=True)
-    def interp(pos, fld, m, out):  # pragma: no cover - compiled by Numba
-        for i in numba.prange(pos.size):
-            p = pos[i]
-            j = min(max(int(p), 0), m - 2)
-            w = p - np.float32(j)
-            out[i] = (np.float32(1.0) - w) * fld[j] + w * fld[j + 1]
-
-    return {"push": push, "axpy": axpy, "interp": interp}
+    return _runners_numba
 
 
 def _workloads() -> dict[str, type[Workload]]:

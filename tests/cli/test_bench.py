@@ -1,0 +1,103 @@
+"""``cunumpy bench``: the JSON results, the PNG, and failures."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from cunumpy import _bench, _runners
+from cunumpy.cli import main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    pytest.importorskip("matplotlib")
+    out = tmp_path_factory.mktemp("bench")
+    json_path, png_path = out / "results" / "bench.json", out / "bench.png"
+    status = main(["bench", "--quick", "--json", str(json_path), "--plot", str(png_path),
+                   "--plain"])
+    return status, json.loads(json_path.read_text()), png_path
+
+
+def test_quick_bench_exit_status_and_png(quick_run):
+    status, data, png = quick_run
+    assert status == 0, data["failures"]
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert png.stat().st_size > 20_000
+
+
+def test_quick_bench_json_schema(quick_run):
+    _, data, _ = quick_run
+    assert data["schema"] == _bench.SCHEMA
+    assert data["quick"] is True
+    assert set(data) >= {"created", "wall_s", "machine", "config", "engines", "roofline",
+                         "results", "launch", "failures"}
+    # machine information is backend_info()
+    assert set(data["machine"]) >= {"cunumpy", "numpy", "cupy", "mlx", "emulation", "platform"}
+    assert data["failures"] == []
+    assert list(data["engines"]) == list(_runners.ENGINES)
+    for info in data["engines"].values():
+        assert set(info) == {"available", "reason", "label", "roofline"}
+        assert info["reason"]
+    ready = [e for e, info in data["engines"].items() if info["available"]]
+    assert "numpy" in ready
+    assert data["roofline"]["host"]["gbps"] > 0
+    assert data["engines"]["numpy"]["roofline"] == "host"
+    keys = {(r["workload"], r["engine"], r["n"]) for r in data["results"]}
+    for w in _runners.WORKLOADS:
+        for e in ready:
+            for n in data["config"]["sizes"][e]:
+                assert (w, e, n) in keys
+    for r in data["results"]:
+        assert r["agrees"] is True, r
+        assert r["kernel_s"] > 0 and r["repeats"] >= 2
+        assert r["total_s"] == pytest.approx(r["to_device_s"] + r["kernel_s"] + r["to_host_s"])
+        assert r["kernel_gbps"] == pytest.approx(r["bytes"] / r["kernel_s"] / 1e9)
+        t = r["transfers"]
+        if _runners.FAMILY[r["engine"]] == "host" or r["engine"] == "emu-cuda":
+            assert t == {"to_device": 0, "to_host": 0, "bytes_to_device": 0, "bytes_to_host": 0}
+        else:
+            assert t["to_host"] == 1 and t["bytes_to_host"] == 4 * r["n"]
+    assert {x["engine"] for x in data["launch"]} == set(ready)
+    assert all(x["launch_us"] > 0 for x in data["launch"])
+    json.dumps(data)  # plain JSON types only
+
+
+def test_quick_sizes_are_small():
+    assert max(_bench.QUICK_SIZES) <= 2**16
+
+
+def test_failing_port_is_recorded_and_gives_exit_status_1(monkeypatch, tmp_path, capsys):
+    def broken(self, inp):
+        raise RuntimeError("port exploded")
+
+    monkeypatch.setattr(_runners.Axpy, "host_numpy", broken)
+    path = tmp_path / "b.json"
+    assert main(["bench", "--quick", "--engines", "numpy", "--workloads", "axpy,interp",
+                 "--json", str(path), "--plain"]) == 1
+    data = json.loads(path.read_text())
+    assert [f["engine"] for f in data["failures"]] == ["numpy"]
+    assert "port exploded" in data["failures"][0]["error"]
+    assert {r["workload"] for r in data["results"]} == {"interp"}
+    assert "FAILED axpy on numpy" in capsys.readouterr().out
+
+
+def test_plot_of_a_gpu_machine(quick_run, tmp_path):
+    """The PNG also draws results this machine cannot make: CuPy runs with the CUDA roofline."""
+    _, data, _ = quick_run
+    data = copy.deepcopy(data)
+    data["engines"]["cupy"] = {"available": True, "reason": "test", "label": "CUDA",
+                               "roofline": "cuda"}
+    data["roofline"]["cuda"] = {"gbps": 4200.0, "bytes": 1, "how": "test"}
+    for r in [r for r in data["results"] if r["engine"] == "numpy"]:
+        gpu = dict(r, engine="cupy", kernel_s=r["kernel_s"] / 100, to_device_s=1e-4)
+        gpu["kernel_gbps"] = gpu["bytes"] / gpu["kernel_s"] / 1e9
+        data["results"].append(gpu)
+    data["launch"].append({"engine": "cupy", "launch_us": 10.9, "calls": 1})
+    png = tmp_path / "gpu.png"
+    _bench.plot(data, str(png))
+    assert png.read_bytes()[:8] == PNG_MAGIC
