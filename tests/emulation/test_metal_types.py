@@ -7,8 +7,8 @@ self-checks (lines starting with ``FAIL``). Results are compared with NumPy.
 
 from __future__ import annotations
 
-import sys
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -456,14 +456,18 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         src = work / f"exercise{i}.cpp"
         src.write_text(text)
         cmd = [*cxx, *flags, "-c", str(src), "-o", str(work / f"exercise{i}.o")]
-        jobs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        jobs.append(
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
     for job in jobs:
         _, err = job.communicate()
         assert job.returncode == 0, err[-6000:]
         assert "warning" not in err, err[-6000:]
     exe = work / "exercise"
     objs = [str(work / f"exercise{i}.o") for i in range(len(jobs))]
-    link = subprocess.run([*cxx, *objs, "-o", str(exe)], capture_output=True, text=True, check=False)
+    link = subprocess.run(
+        [*cxx, *objs, "-o", str(exe)], capture_output=True, text=True, check=False
+    )
     assert link.returncode == 0, link.stderr[-4000:]
     print(f"exercise program built in {time.perf_counter() - start:.2f} s")
     done = subprocess.run([str(exe), str(work)], capture_output=True, text=True, check=False)
@@ -491,7 +495,9 @@ def test_half_rounding_matches_numpy(run: Path) -> None:
     nan = np.isnan(f)
     assert np.all(np.isnan(got[nan].view(np.float16)))
     bad = np.nonzero(got[~nan] != want[~nan])[0]
-    assert bad.size == 0, [(float(f[~nan][i]), hex(got[~nan][i]), hex(want[~nan][i])) for i in bad[:10]]
+    assert bad.size == 0, [
+        (float(f[~nan][i]), hex(got[~nan][i]), hex(want[~nan][i])) for i in bad[:10]
+    ]
     got_d = _out(run, "half_of_double", np.uint16)
     assert np.array_equal(got_d[~nan], want[~nan])
 
@@ -581,7 +587,9 @@ def test_geometry_matches_numpy(run: Path) -> None:
     n = (x.size // 3) * 3
     a, b = x[:n].reshape(-1, 3), y[:n].reshape(-1, 3)
     np.testing.assert_allclose(_out(run, "dot", np.float32), (a * b).sum(1), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(_out(run, "length", np.float32), np.linalg.norm(a, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(
+        _out(run, "length", np.float32), np.linalg.norm(a, axis=1), rtol=1e-6
+    )
     np.testing.assert_allclose(
         _out(run, "cross", np.float32).reshape(-1, 3), np.cross(a, b), rtol=1e-5, atol=1e-5
     )
@@ -609,7 +617,9 @@ def test_integer_intrinsics(run: Path) -> None:
 
     popc = np.array([bin(int(v)).count("1") for v in a], dtype=np.uint32)
     clz = np.array([32 - bitlen(v) for v in a], dtype=np.uint32)
-    ctz = np.array([32 if v == 0 else (int(v) & -int(v)).bit_length() - 1 for v in a], dtype=np.uint32)
+    ctz = np.array(
+        [32 if v == 0 else (int(v) & -int(v)).bit_length() - 1 for v in a], dtype=np.uint32
+    )
     k = b64 % 32
     rot = ((a64 << k) | (a64 >> ((32 - k) % 32))) & 0xFFFFFFFF
     rot = np.where(k == 0, a64, rot)
@@ -625,7 +635,9 @@ def test_integer_intrinsics(run: Path) -> None:
         "absdiff": np.where(a64 > b64, a64 - b64, b64 - a64),
     }
     for name, want in ref_u.items():
-        np.testing.assert_array_equal(_out(run, name, np.uint32), want.astype(np.uint32), err_msg=name)
+        np.testing.assert_array_equal(
+            _out(run, name, np.uint32), want.astype(np.uint32), err_msg=name
+        )
     lo, hi = -(2**31), 2**31 - 1
     ref_s = {
         "add_sat": np.clip(sa + sb, lo, hi),
@@ -635,7 +647,9 @@ def test_integer_intrinsics(run: Path) -> None:
         "rhadd_s": (sa + sb + 1) >> 1,
     }
     for name, want in ref_s.items():
-        np.testing.assert_array_equal(_out(run, name, np.int32), want.astype(np.int32), err_msg=name)
+        np.testing.assert_array_equal(
+            _out(run, name, np.int32), want.astype(np.int32), err_msg=name
+        )
 
 
 def test_elem_to_loc_matches_numpy_strides(run: Path) -> None:
@@ -697,7 +711,18 @@ def test_kernel_snippet_compiles_cleanly_with_address_space_macros(tmp_path: Pat
     src = tmp_path / "snippet.cpp"
     src.write_text(MSL_SNIPPET)
     done = subprocess.run(
-        [*cxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", f"-I{RUNTIME}", str(src)],
+        [
+            *cxx,
+            "-std=c++17",
+            "-c",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{RUNTIME}",
+            str(src),
+            "-o",
+            str(tmp_path / "snippet.o"),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -719,12 +744,13 @@ def test_invalid_code_is_rejected(tmp_path: Path, code: str) -> None:
     src = tmp_path / "bad.cpp"
     src.write_text(f'#include "cn_metal_types.h"\nvoid f() {{ {code} }}\n')
     done = subprocess.run(
-        [*cxx, "-std=c++17", "-fsyntax-only", f"-I{RUNTIME}", str(src)],
+        [*cxx, "-std=c++17", "-c", f"-I{RUNTIME}", str(src), "-o", str(tmp_path / "bad.o")],
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode != 0
+    assert "error" in done.stderr and "bad.cpp" in done.stderr, done.stderr[-2000:]
 
 
 def test_header_is_up_to_date() -> None:

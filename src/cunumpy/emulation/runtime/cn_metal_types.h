@@ -1234,30 +1234,43 @@ template <class T>
 using wide_t = std::conditional_t<std::is_same<T, double>::value, double, float>;
 }  // namespace cn_detail
 
+namespace cn_detail {
+// Metal integer arithmetic wraps (two's complement) and shifts negative values; C++17 calls
+// that undefined for signed types, so +, -, * and << on signed elements go through unsigned.
+template <class T>
+using wrap_t = std::conditional_t<
+    std::is_integral<T>::value && std::is_signed<T>::value,
+    std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<std::conditional_t<
+                                                      std::is_integral<T>::value, T, int>>>,
+    T>;
+}  // namespace cn_detail
+
 // Element-wise operators on vectors, swizzles and packed vectors (with scalars broadcast).
-#define CN_VEC_BINOP(op)                                                                         \
+#define CN_VEC_BINOP(op, W)                                                                      \
   template <class A, class B, class R = cn_detail::vop_t<A, B>>                                  \
   inline R operator op(const A& a0, const B& b0) {                                               \
     using T = typename R::value_type;                                                            \
+    using X = std::conditional_t<W, cn_detail::wrap_t<T>, T>;                                    \
     const R a = cn_detail::to_value<R>(a0);                                                      \
     const R b = cn_detail::to_value<R>(b0);                                                      \
     R r;                                                                                         \
-    for (int i = 0; i < R::size; ++i) r.e[i] = static_cast<T>(a.e[i] op b.e[i]);                \
+    for (int i = 0; i < R::size; ++i)                                                            \
+      r.e[i] = static_cast<T>(static_cast<X>(a.e[i]) op static_cast<X>(b.e[i]));                 \
     for (int i = R::size; i < R::storage; ++i) r.e[i] = T();                                     \
     return r;                                                                                    \
   }
-CN_VEC_BINOP(+)
-CN_VEC_BINOP(-)
-CN_VEC_BINOP(*)
-CN_VEC_BINOP(/)
-CN_VEC_BINOP(%)
-CN_VEC_BINOP(&)
-CN_VEC_BINOP(|)
-CN_VEC_BINOP(^)
-CN_VEC_BINOP(<<)
-CN_VEC_BINOP(>>)
-CN_VEC_BINOP(&&)
-CN_VEC_BINOP(||)
+CN_VEC_BINOP(+, true)
+CN_VEC_BINOP(-, true)
+CN_VEC_BINOP(*, true)
+CN_VEC_BINOP(/, false)
+CN_VEC_BINOP(%, false)
+CN_VEC_BINOP(&, false)
+CN_VEC_BINOP(|, false)
+CN_VEC_BINOP(^, false)
+CN_VEC_BINOP(<<, true)
+CN_VEC_BINOP(>>, false)
+CN_VEC_BINOP(&&, false)
+CN_VEC_BINOP(||, false)
 #undef CN_VEC_BINOP
 
 #define CN_VEC_CMP(op)                                                                           \
@@ -1289,7 +1302,7 @@ CN_VEC_CMP(>=)
     for (int i = 0; i < R::storage; ++i) r.e[i] = static_cast<RT>(op a.e[i]);                    \
     return r;                                                                                    \
   }
-CN_VEC_UNOP(-, typename V::value_type)
+CN_VEC_UNOP(-, typename V::value_type)  // (-INT_MIN is the one case that differs; Metal wraps)
 CN_VEC_UNOP(+, typename V::value_type)
 CN_VEC_UNOP(~, typename V::value_type)
 CN_VEC_UNOP(!, bool)
