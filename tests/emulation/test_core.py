@@ -305,3 +305,80 @@ def test_geometry_validation(metal_sig):
         run_metal(sig, [], [y], (2048, 1, 1), (2048, 1, 1))
     with pytest.raises(ValueError, match="C-contiguous"):
         run_metal(sig, [], [np.empty(8, np.float32)[::2]], (4, 1, 1), (4, 1, 1))
+
+
+def test_pointer_casts_and_threadgroup_pointer_parameters(metal_sig):
+    header = """
+    inline float sum4(const device float4* p, uint k) { float4 v = p[k]; return v.x + v.y + v.z + v.w; }
+    inline void stash(threadgroup float* t, uint k, float v) { t[k] = v; }
+    """
+    x = np.arange(32, dtype=np.float32)
+    y = np.empty(8, dtype=np.float32)
+    src = """
+    threadgroup float tmp[8];
+    uint i = thread_position_in_grid.x;
+    const device float4* v = (const device float4*)x;
+    stash(tmp, i, sum4(v, i));
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    device float* o = y + 0;
+    o[i] = tmp[7 - i];
+    """
+    sig = metal_sig("casts", src, [("x", x)], [("y", y)], header=header)
+    run_metal(sig, [x], [y], (8, 1, 1), (8, 1, 1))
+    np.testing.assert_array_equal(y, x.reshape(8, 4).sum(1)[::-1])
+
+
+def test_header_function_template_falls_back_to_raw_pointers(metal_sig):
+    from cunumpy.emulation.errors import EmulatorWarning
+
+    header = "template <typename T> T pair(const device T* p, uint i) { return p[i] + p[i + 1]; }\n"
+    x = np.arange(9, dtype=np.float32)
+    y = np.empty(8, dtype=np.float32)
+    sig = metal_sig("tmplhdr", "uint i = thread_position_in_grid.x; y[i] = pair(x, i);",
+                    [("x", x)], [("y", y)], header=header)
+    with pytest.warns(EmulatorWarning, match="bounds checks of buffer arguments are off"):
+        run_metal(sig, [x], [y], (8, 1, 1), (8, 1, 1))
+    np.testing.assert_array_equal(y, x[:-1] + x[1:])
+    assert "cn::ptr" not in metal._VARIANTS[(sig, True, metal.config.cache_dir_override())][0].source
+
+
+def test_complex_float16_and_integer_types(metal_sig):
+    z = (np.arange(8) + 1j * np.arange(8)).astype(np.complex64)
+    h = np.linspace(-1, 1, 8).astype(np.float16)
+    k = np.arange(8, dtype=np.int64)
+    zo = np.empty_like(z)
+    ho = np.empty_like(h)
+    ko = np.empty(8, dtype=np.uint8)
+    src = """
+    uint i = thread_position_in_grid.x;
+    zo[i] = z[i] * z[i];
+    ho[i] = h[i] * 2.0h;
+    ko[i] = uint8_t(k[i] * 3);
+    """
+    sig = metal_sig("types", src, [("z", z), ("h", h), ("k", k)], [("zo", zo), ("ho", ho),
+                                                                      ("ko", ko)])
+    run_metal(sig, [z, h, k], [zo, ho, ko], (8, 1, 1), (8, 1, 1))
+    np.testing.assert_allclose(zo, z * z)
+    np.testing.assert_array_equal(ho, h * np.float16(2))
+    np.testing.assert_array_equal(ko, (k * 3).astype(np.uint8))
+
+
+def test_threads_of_a_library_launch_one_at_a_time(metal_sig):
+    import threading
+
+    x = np.arange(4096, dtype=np.float32)
+    n = np.array(4096, dtype=np.uint32)
+    sig = metal_sig("reduce", REDUCE, [("x", x), ("n", n)], [("out", np.empty(16, np.float32))])
+    outs = [np.empty(16, np.float32) for _ in range(4)]
+
+    def work(out):
+        for _ in range(5):
+            run_metal(sig, [x, n], [out], (4096, 1, 1), (256, 1, 1))
+
+    threads = [threading.Thread(target=work, args=(o,)) for o in outs]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for o in outs:
+        np.testing.assert_allclose(o, x.reshape(16, 256).sum(1))

@@ -1,15 +1,56 @@
 """Run CUDA C and Metal Shading Language kernels on the CPU, compiled as C++, with checks.
 
-See the module documentation of :mod:`cunumpy.emulation` submodules for what is checked.
+Each kernel variant becomes one C++ translation unit (the runtime headers in ``runtime/``, the
+kernel's header and body) compiled into a shared library, cached on disk
+(:func:`clear_cache`; root: ``CUNUMPY_CACHE_DIR`` or the user cache directory) and kept loaded
+for the rest of the process.
+
+- :mod:`cunumpy.emulation.metal`: the Metal engine (``run_metal``), what it checks and what not.
+- :class:`EmulatorOptions`: checks, random threadgroup order, isolated (child-process) launches;
+  defaults from ``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``,
+  ``CUNUMPY_EMULATOR_ISOLATED``.
+- :mod:`cunumpy.emulation.errors`: the exceptions (all subclasses of :class:`EmulationError`).
+
+Importing this package neither runs nor looks for a compiler; the first launch does.
 """
 
 from __future__ import annotations
 
+from cunumpy.emulation._cache import CacheCorruptWarning, clear_cache
+from cunumpy.emulation._options import EmulatorOptions
 from cunumpy.emulation._toolchain import (
     Compiler,
     CompilerNotFoundError,
     find_compiler,
     toolchain_info,
 )
+from cunumpy.emulation.errors import (
+    BarrierDivergenceError,
+    EmulationError,
+    EmulatorWarning,
+    InactiveLaneError,
+    KernelCompileError,
+    KernelCrashError,
+    OutOfBoundsError,
+    UnsafeCacheError,
+    UnwrittenOutputError,
+)
 
-__all__ = ["Compiler", "CompilerNotFoundError", "find_compiler", "toolchain_info"]
+__all__ = [
+    "BarrierDivergenceError",
+    "CacheCorruptWarning",
+    "Compiler",
+    "CompilerNotFoundError",
+    "EmulationError",
+    "EmulatorOptions",
+    "EmulatorWarning",
+    "InactiveLaneError",
+    "KernelCompileError",
+    "KernelCrashError",
+    "OutOfBoundsError",
+    "UnsafeCacheError",
+    "UnwrittenOutputError",
+    "clear_cache",
+    "find_compiler",
+    "toolchain_info",
+]

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cunumpy import __version__
@@ -55,6 +55,8 @@ class Library:
     cdll: ctypes.CDLL
     launch: ctypes._CFuncPtr  # type: ignore[name-defined]
     key: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held during a launch: a library keeps its scheduler state in globals."""
 
 
 _LOADED: dict[tuple[str, str], Library] = {}

@@ -34,13 +34,14 @@ def run_isolated(
     outputs: Sequence[np.ndarray],
     prefix: str,
     timeout: float | None = None,
+    outputs_arg: int = 2,
 ) -> None:
     """Call ``target`` (``"module:function"``) with ``args``/``kwargs`` in a child process and
-    copy the child's outputs back into ``outputs``."""
+    copy the child's outputs (the arrays in ``args[outputs_arg]``) back into ``outputs``."""
     work = Path(tempfile.mkdtemp(prefix="cunumpy-isolated-"))
     try:
         with open(work / "call.pkl", "wb") as f:
-            pickle.dump((target, args, kwargs, len(outputs)), f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((target, args, kwargs, outputs_arg), f, protocol=pickle.HIGHEST_PROTOCOL)
         done = subprocess.run(
             [sys.executable, "-m", "cunumpy.emulation._isolated", str(work)],
             capture_output=True, text=True, timeout=timeout, check=False,
@@ -79,17 +80,17 @@ def _tail(text: str) -> str:
 
 def _child(work: Path) -> None:
     with open(work / "call.pkl", "rb") as f:
-        target, args, kwargs, nout = pickle.load(f)
+        target, args, kwargs, outputs_arg = pickle.load(f)
     module, _, name = target.partition(":")
     func = getattr(importlib.import_module(module), name)
-    outputs = args[2]
+    outputs = args[outputs_arg]
     try:
         func(*args, **kwargs)
         exc = None
     except Exception as e:  # handed to the parent, which raises it
         exc = e
-    for i in range(nout):
-        np.save(work / f"out{i}.npy", outputs[i])
+    for i, out in enumerate(outputs):
+        np.save(work / f"out{i}.npy", out)
     with open(work / "result.pkl.tmp", "wb") as f:
         try:
             pickle.dump(exc, f)

@@ -138,7 +138,8 @@ def launch(
         shared_limit=dialect.shared_limit,
         report=ctypes.pointer(report),
     )
-    rc = lib.launch(ctypes.addressof(desc))
+    with lib.lock:
+        rc = lib.launch(ctypes.addressof(desc))
     if rc != 0:
         raise EmulationError(
             f"{dialect.prefix(kernel)} the emulator could not start the launch (code {rc}); "
