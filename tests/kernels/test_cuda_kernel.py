@@ -267,6 +267,12 @@ def test_void_pointer_takes_any_dtype(rec):
 def test_wrong_number_of_arguments(saxpy):
     with pytest.raises(TypeError, match="takes 4 arguments \\(n, a, x, y\\); got 3"):
         saxpy(4, 1.0, f32(4))
+    with pytest.raises(TypeError, match="takes 4 arguments \\(n, a, x, y\\); got 5"):
+        saxpy(4, 1.0, f32(4), f32(4), 5)
+    with pytest.raises(TypeError, match="takes 4 arguments \\(n, a, x, y\\); got 0"):
+        saxpy()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nthreads'"):
+        saxpy(4, 1.0, f32(4), f32(4), nthreads=4)
 
 
 # -- scalars -----------------------------------------------------------------------------------
@@ -466,6 +472,74 @@ def test_stream_and_shared_mem_reach_the_engine(saxpy, rec):
     assert rec.calls[-1][5] is token
 
 
+def test_launch_errors_are_wrapped_on_both_paths(rec):
+    class Refused(Exception):
+        pass
+
+    class Refusing(RecordingEngine):
+        def launch(self, kernel, args, grid, block, shared_mem, stream):
+            raise Refused("too many resources requested for launch")
+
+        def launch_errors(self):
+            return (Refused,)
+
+    kernel = CudaKernel(SAXPY, "saxpy", engine=Refusing())
+    with pytest.raises(CudaLaunchError) as info:
+        kernel(300, 1.0, f32(300), f32(300))
+    assert str(info.value).startswith(
+        "[host-record kernel 'saxpy'] launch failed with grid (3, 1, 1), block (128, 1, 1), "
+        "shared_mem 0: Refused: too many resources"
+    )
+    assert isinstance(info.value.__cause__, Refused)
+    with pytest.raises(
+        CudaLaunchError, match="grid \\(2, 1, 1\\), block \\(64, 1, 1\\), shared_mem 8"
+    ):
+        kernel(300, 1.0, f32(300), f32(300), grid=2, block=64, shared_mem=8)
+
+
+def test_shared_memory_is_reserved_before_the_launch(rec):
+    seen = []
+
+    class Reserving(RecordingEngine):
+        def reserve_shared_mem(self, kernel, nbytes):
+            seen.append((kernel.name, nbytes, len(self.calls)))
+
+    engine = Reserving()
+    kernel = CudaKernel(SAXPY, "saxpy", engine=engine)
+    kernel(10, 1.0, f32(10), f32(10))
+    kernel(10, 1.0, f32(10), f32(10), shared_mem=100_000)
+    assert seen == [("saxpy", 100_000, 1)]
+    assert engine.calls[-1][4] == 100_000
+
+
+def test_recompile_rebuilds_the_launcher(saxpy, rec):
+    saxpy(10, 1.0, f32(10), f32(10))
+    first = saxpy._call
+    saxpy.recompile()
+    saxpy(10, 1.0, f32(10), f32(10))
+    assert saxpy._call is not first and len(rec.calls) == 2
+
+
+def test_switching_engines_back_and_forth(monkeypatch, rec):
+    other = RecordingEngine()
+    monkeypatch.setitem(_cuda_engines._factories, "emulator", lambda: other)
+    monkeypatch.setitem(_cuda_engines._factories, "cupy", lambda: rec)
+    monkeypatch.setattr(_cuda_engines, "_engines", {})
+    _cuda_engines._default_cache[0] = _cuda_engines._UNSET
+    try:
+        kernel = CudaKernel(SAXPY, "saxpy")
+        x = f32(10)
+        for value in ("emulator", "cupy", None, "emulator", "emulator", "cupy"):
+            if value is None:
+                monkeypatch.delenv("CUNUMPY_CUDA_ENGINE", raising=False)
+            else:
+                monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", value)
+            kernel(10, 1.0, x, x.copy())
+        assert len(other.calls) == 3 and len(rec.calls) == 3
+    finally:
+        _cuda_engines._default_cache[0] = _cuda_engines._UNSET
+
+
 # -- debug aids --------------------------------------------------------------------------------
 def test_check_finite_names_the_output(saxpy, rec):
     x, y = f32(300), f32(300)
@@ -562,7 +636,7 @@ def test_repr_and_launcher_source(saxpy):
         == "<CudaKernel __global__ void saxpy(int n, float a, const float* __restrict__ x, float* y)>"
     )
     text = saxpy.launcher_source()
-    assert text.startswith("def launch(v0, v1, v2, v3, *, n_threads=None")
+    assert text.startswith("def launch(v0=_M, v1=_M, v2=_M, v3=_M, *extra, n_threads=None")
     assert "-2147483648 <= v0 <= 2147483647" in text
     assert "v2.dtype is not _d2" in text
 

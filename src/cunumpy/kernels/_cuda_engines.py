@@ -28,6 +28,7 @@ exactly the parameter's dtype. Zero-size launches never reach the engine.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -169,6 +170,20 @@ class CudaEngine:
     def synchronize(self, stream: Any) -> None:
         """Wait for the work queued on ``stream`` (debug mode, ``check_finite``)."""
 
+    def launch_errors(self) -> tuple[type[BaseException], ...]:
+        """Exception types the prepared launch raises when the launch itself is refused; the
+        front end re-raises them as :class:`CudaLaunchError` naming kernel, grid and block."""
+        return ()
+
+    def contiguity_attribute(self) -> str:
+        """Attribute path, on an instance of ``array_types()[0]``, that is true for a
+        C-contiguous array (used by the generated fast path)."""
+        return "flags.c_contiguous"
+
+    def reserve_shared_mem(self, kernel: CudaKernel, nbytes: int) -> None:
+        """Called before a launch asking for ``nbytes`` (> 0) of dynamic shared memory, which
+        is within :meth:`limits`; the CuPy engine opts in above 48 KiB."""
+
     def sync_errors(self) -> tuple[type[BaseException], ...]:
         """Exception types :meth:`synchronize` raises when a kernel failed on the device; the
         front end re-raises them as :class:`CudaLaunchError` in debug mode."""
@@ -303,6 +318,18 @@ except AttributeError:  # pragma: no cover - non-CPython
     _env_key = _VAR
 if not isinstance(_env_data, dict):  # pragma: no cover
     _env_data = None
+
+
+def env_value() -> Any:
+    """The raw value of ``CUNUMPY_CUDA_ENGINE`` now (compared, never interpreted)."""
+    return _env_data.get(_env_key) if _env_data is not None else os.environ.get(_VAR)
+
+
+def env_getter() -> Callable[[], Any]:
+    """A fast zero-argument callable returning :func:`env_value`."""
+    if _env_data is not None:
+        return functools.partial(_env_data.get, _env_key)
+    return functools.partial(os.environ.get, _VAR)  # pragma: no cover
 
 
 def default_cuda_engine() -> CudaEngine:
