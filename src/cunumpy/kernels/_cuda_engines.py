@@ -16,14 +16,20 @@ implement :meth:`~CudaEngine.launch`, and register a zero-argument factory::
 
     register_cuda_engine("emulator", EmuCudaEngine)
 
-The front end calls, in this order: :meth:`~CudaEngine.array_types` once (classes accepted on
-the fast path without further look), :meth:`~CudaEngine.limits` when it validates a geometry,
-:meth:`~CudaEngine.adopt_array` for an array that passed the protocol checks on the slow path,
-:meth:`~CudaEngine.prepare` once per kernel, then the callable it returned at every launch with
+The front end calls, once per kernel and engine (at the kernel's first launch there):
+:meth:`~CudaEngine.array_types` (the class accepted on the fast path after an exact dtype and
+contiguity test, which reads :meth:`~CudaEngine.contiguity_attribute`),
+:meth:`~CudaEngine.scalar_converter` per scalar parameter, :meth:`~CudaEngine.launch_errors`
+and :meth:`~CudaEngine.prepare`. At every launch it calls the callable ``prepare`` returned with
 ``(grid, block, args, shared_mem, stream)``: ``grid`` and ``block`` are 3-tuples of positive
-ints inside :meth:`~CudaEngine.limits`, ``args`` a tuple with one entry per kernel parameter:
-arrays of the engine's space, exactly the parameter's dtype and C-contiguous, and NumPy scalars of
-exactly the parameter's dtype. Zero-size launches never reach the engine.
+ints inside :meth:`~CudaEngine.limits`; ``args`` has one entry per kernel parameter: arrays of
+the engine's space, exactly the parameter's dtype and C-contiguous (an array that missed the
+fast path went through :meth:`~CudaEngine.adopt_array`), and scalars made by the converter
+(fast path) or NumPy scalars of exactly the parameter's dtype (slow path). Before a launch with
+dynamic shared memory it calls :meth:`~CudaEngine.reserve_shared_mem`; in debug mode and with
+``check_finite`` it calls :meth:`~CudaEngine.synchronize` (and :meth:`~CudaEngine.nonfinite`).
+Zero-size launches never reach the engine. :meth:`~CudaEngine.launch` is the same operation as
+one method call, for callers outside the front end.
 """
 
 from __future__ import annotations
