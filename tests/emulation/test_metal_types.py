@@ -62,6 +62,7 @@ def _int_cases() -> str:
 
 PROGRAM = r"""
 #include "cn_metal_types.h"
+#include <cmath>  // after the header: its INFINITY/NAN/... must not clash with <math.h>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -681,6 +682,7 @@ def test_complex64_matches_numpy(run: Path) -> None:
 
 
 MSL_SNIPPET = r"""
+#include <cmath>  // before the header: the header must not redefine <math.h> macros
 #include "cn_metal_types.h"
 #define device
 #define constant

@@ -25,10 +25,8 @@
 #define CN_METAL_TYPES_H
 
 #include <cfloat>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -116,7 +114,7 @@ CN_BC_CONSTEXPR inline To bit_cast(const From& from) {
   return __builtin_bit_cast(To, from);
 #else
   To to;
-  std::memcpy(static_cast<void*>(&to), static_cast<const void*>(&from), sizeof(To));
+  __builtin_memcpy(static_cast<void*>(&to), static_cast<const void*>(&from), sizeof(To));
   return to;
 #endif
 }
@@ -1339,9 +1337,77 @@ template <class To, class From>
 inline To as_type(const From& from) {
   static_assert(sizeof(To) == sizeof(From), "as_type: source and destination sizes must match");
   To to;
-  std::memcpy(static_cast<void*>(&to), static_cast<const void*>(&from), sizeof(To));
+  __builtin_memcpy(static_cast<void*>(&to), static_cast<const void*>(&from), sizeof(To));
   return to;
 }
+
+// Math on float and double through compiler builtins (no <cmath>: it is the slowest include).
+namespace cn_detail {
+namespace m {
+#define CN_B1(NAME)                                                                              \
+  inline float NAME(float x) { return __builtin_##NAME##f(x); }                                  \
+  inline double NAME(double x) { return __builtin_##NAME(x); }
+#define CN_B2(NAME)                                                                              \
+  inline float NAME(float x, float y) { return __builtin_##NAME##f(x, y); }                      \
+  inline double NAME(double x, double y) { return __builtin_##NAME(x, y); }
+CN_B1(sqrt)
+CN_B1(cbrt)
+CN_B1(exp)
+CN_B1(exp2)
+CN_B1(expm1)
+CN_B1(log)
+CN_B1(log2)
+CN_B1(log10)
+CN_B1(log1p)
+CN_B1(sin)
+CN_B1(cos)
+CN_B1(tan)
+CN_B1(asin)
+CN_B1(acos)
+CN_B1(atan)
+CN_B1(sinh)
+CN_B1(cosh)
+CN_B1(tanh)
+CN_B1(asinh)
+CN_B1(acosh)
+CN_B1(atanh)
+CN_B1(erf)
+CN_B1(erfc)
+CN_B1(tgamma)
+CN_B1(lgamma)
+CN_B1(fabs)
+CN_B1(floor)
+CN_B1(ceil)
+CN_B1(round)
+CN_B1(nearbyint)
+CN_B1(trunc)
+CN_B2(pow)
+CN_B2(atan2)
+CN_B2(fmin)
+CN_B2(fmax)
+CN_B2(fmod)
+CN_B2(remainder)
+CN_B2(copysign)
+CN_B2(fdim)
+CN_B2(hypot)
+CN_B2(nextafter)
+#undef CN_B1
+#undef CN_B2
+inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
+inline double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }
+inline float frexp(float x, int* e) { return __builtin_frexpf(x, e); }
+inline double frexp(double x, int* e) { return __builtin_frexp(x, e); }
+inline float ldexp(float x, int e) { return __builtin_ldexpf(x, e); }
+inline double ldexp(double x, int e) { return __builtin_ldexp(x, e); }
+inline float modf(float x, float* i) { return __builtin_modff(x, i); }
+inline double modf(double x, double* i) { return __builtin_modf(x, i); }
+template <class T> inline bool isnan(T x) { return __builtin_isnan(x); }
+template <class T> inline bool isinf(T x) { return __builtin_isinf(x); }
+template <class T> inline bool isfinite(T x) { return __builtin_isfinite(x); }
+template <class T> inline bool isnormal(T x) { return __builtin_isnormal(x); }
+template <class T> inline bool signbit(T x) { return __builtin_signbit(x) != 0; }
+}  // namespace m
+}  // namespace cn_detail
 
 // ---------------------------------------------------------------------------------------------
 // Math functions (element-wise on vectors). Half and bfloat compute in float.
@@ -1356,44 +1422,44 @@ inline To as_type(const From& from) {
       return static_cast<E>(expr);                                                               \
     });                                                                                          \
   }
-CN_MATH1(sqrt, std::sqrt(x))
-CN_MATH1(rsqrt, W(1) / std::sqrt(x))
-CN_MATH1(cbrt, std::cbrt(x))
-CN_MATH1(exp, std::exp(x))
-CN_MATH1(exp2, std::exp2(x))
-CN_MATH1(exp10, std::pow(W(10), x))
-CN_MATH1(expm1, std::expm1(x))
-CN_MATH1(log, std::log(x))
-CN_MATH1(log2, std::log2(x))
-CN_MATH1(log10, std::log10(x))
-CN_MATH1(log1p, std::log1p(x))
-CN_MATH1(sin, std::sin(x))
-CN_MATH1(cos, std::cos(x))
-CN_MATH1(tan, std::tan(x))
-CN_MATH1(asin, std::asin(x))
-CN_MATH1(acos, std::acos(x))
-CN_MATH1(atan, std::atan(x))
-CN_MATH1(sinh, std::sinh(x))
-CN_MATH1(cosh, std::cosh(x))
-CN_MATH1(tanh, std::tanh(x))
-CN_MATH1(asinh, std::asinh(x))
-CN_MATH1(acosh, std::acosh(x))
-CN_MATH1(atanh, std::atanh(x))
-CN_MATH1(sinpi, std::sin(3.14159265358979323846 * static_cast<double>(x)))
-CN_MATH1(cospi, std::cos(3.14159265358979323846 * static_cast<double>(x)))
-CN_MATH1(tanpi, std::tan(3.14159265358979323846 * static_cast<double>(x)))
-CN_MATH1(erf, std::erf(x))
-CN_MATH1(erfc, std::erfc(x))
-CN_MATH1(tgamma, std::tgamma(x))
-CN_MATH1(lgamma, std::lgamma(x))
-CN_MATH1(fabs, std::fabs(x))
-CN_MATH1(floor, std::floor(x))
-CN_MATH1(ceil, std::ceil(x))
-CN_MATH1(round, std::round(x))
-CN_MATH1(rint, std::nearbyint(x))
-CN_MATH1(trunc, std::trunc(x))
-CN_MATH1(fract, std::fmin(x - std::floor(x), W(0x1.fffffep-1)))
-CN_MATH1(saturate, std::fmin(std::fmax(x, W(0)), W(1)))
+CN_MATH1(sqrt, cn_detail::m::sqrt(x))
+CN_MATH1(rsqrt, W(1) / cn_detail::m::sqrt(x))
+CN_MATH1(cbrt, cn_detail::m::cbrt(x))
+CN_MATH1(exp, cn_detail::m::exp(x))
+CN_MATH1(exp2, cn_detail::m::exp2(x))
+CN_MATH1(exp10, cn_detail::m::pow(W(10), x))
+CN_MATH1(expm1, cn_detail::m::expm1(x))
+CN_MATH1(log, cn_detail::m::log(x))
+CN_MATH1(log2, cn_detail::m::log2(x))
+CN_MATH1(log10, cn_detail::m::log10(x))
+CN_MATH1(log1p, cn_detail::m::log1p(x))
+CN_MATH1(sin, cn_detail::m::sin(x))
+CN_MATH1(cos, cn_detail::m::cos(x))
+CN_MATH1(tan, cn_detail::m::tan(x))
+CN_MATH1(asin, cn_detail::m::asin(x))
+CN_MATH1(acos, cn_detail::m::acos(x))
+CN_MATH1(atan, cn_detail::m::atan(x))
+CN_MATH1(sinh, cn_detail::m::sinh(x))
+CN_MATH1(cosh, cn_detail::m::cosh(x))
+CN_MATH1(tanh, cn_detail::m::tanh(x))
+CN_MATH1(asinh, cn_detail::m::asinh(x))
+CN_MATH1(acosh, cn_detail::m::acosh(x))
+CN_MATH1(atanh, cn_detail::m::atanh(x))
+CN_MATH1(sinpi, cn_detail::m::sin(3.14159265358979323846 * static_cast<double>(x)))
+CN_MATH1(cospi, cn_detail::m::cos(3.14159265358979323846 * static_cast<double>(x)))
+CN_MATH1(tanpi, cn_detail::m::tan(3.14159265358979323846 * static_cast<double>(x)))
+CN_MATH1(erf, cn_detail::m::erf(x))
+CN_MATH1(erfc, cn_detail::m::erfc(x))
+CN_MATH1(tgamma, cn_detail::m::tgamma(x))
+CN_MATH1(lgamma, cn_detail::m::lgamma(x))
+CN_MATH1(fabs, cn_detail::m::fabs(x))
+CN_MATH1(floor, cn_detail::m::floor(x))
+CN_MATH1(ceil, cn_detail::m::ceil(x))
+CN_MATH1(round, cn_detail::m::round(x))
+CN_MATH1(rint, cn_detail::m::nearbyint(x))
+CN_MATH1(trunc, cn_detail::m::trunc(x))
+CN_MATH1(fract, cn_detail::m::fmin(x - cn_detail::m::floor(x), W(0x1.fffffep-1)))
+CN_MATH1(saturate, cn_detail::m::fmin(cn_detail::m::fmax(x, W(0)), W(1)))
 CN_MATH1(sign, x > W(0) ? W(1) : x < W(0) ? W(-1) : x == x ? W(0) * x : W(0))
 #undef CN_MATH1
 
@@ -1407,17 +1473,17 @@ CN_MATH1(sign, x > W(0) ? W(1) : x < W(0) ? W(-1) : x == x ? W(0) * x : W(0))
       return static_cast<E>(expr);                                                               \
     });                                                                                          \
   }
-CN_MATH2(pow, std::pow(x, y))
-CN_MATH2(powr, std::pow(x, y))
-CN_MATH2(atan2, std::atan2(x, y))
-CN_MATH2(fmin, std::fmin(x, y))
-CN_MATH2(fmax, std::fmax(x, y))
-CN_MATH2(fmod, std::fmod(x, y))
-CN_MATH2(remainder, std::remainder(x, y))
-CN_MATH2(copysign, std::copysign(x, y))
-CN_MATH2(fdim, std::fdim(x, y))
-CN_MATH2(hypot, std::hypot(x, y))
-CN_MATH2(nextafter, std::nextafter(x, y))
+CN_MATH2(pow, cn_detail::m::pow(x, y))
+CN_MATH2(powr, cn_detail::m::pow(x, y))
+CN_MATH2(atan2, cn_detail::m::atan2(x, y))
+CN_MATH2(fmin, cn_detail::m::fmin(x, y))
+CN_MATH2(fmax, cn_detail::m::fmax(x, y))
+CN_MATH2(fmod, cn_detail::m::fmod(x, y))
+CN_MATH2(remainder, cn_detail::m::remainder(x, y))
+CN_MATH2(copysign, cn_detail::m::copysign(x, y))
+CN_MATH2(fdim, cn_detail::m::fdim(x, y))
+CN_MATH2(hypot, cn_detail::m::hypot(x, y))
+CN_MATH2(nextafter, cn_detail::m::nextafter(x, y))
 CN_MATH2(step, y < x ? W(0) : W(1))
 CN_MATH2(divide, x / y)
 #undef CN_MATH2
@@ -1433,11 +1499,11 @@ CN_MATH2(divide, x / y)
       return static_cast<E>(expr);                                                               \
     });                                                                                          \
   }
-CN_MATH3(fma, std::fma(x, y, z))
+CN_MATH3(fma, cn_detail::m::fma(x, y, z))
 CN_MATH3(mad, x * y + z)
 CN_MATH3(mix, x + (y - x) * z)
 CN_MATH3(smoothstep, ([](W e0, W e1, W t) {
-           const W s = std::fmin(std::fmax((t - e0) / (e1 - e0), W(0)), W(1));
+           const W s = cn_detail::m::fmin(cn_detail::m::fmax((t - e0) / (e1 - e0), W(0)), W(1));
            return s * s * (W(3) - W(2) * s);
          })(x, y, z))
 #undef CN_MATH3
@@ -1448,7 +1514,7 @@ inline R min(const A& a, const B& b) {
   return cn_detail::map2<R>(a, b, [](auto x, auto y) {
     if constexpr (cn_detail::is_float_v<decltype(x)>) {
       using W = cn_detail::wide_t<decltype(x)>;
-      return static_cast<decltype(x)>(std::fmin(static_cast<W>(x), static_cast<W>(y)));
+      return static_cast<decltype(x)>(cn_detail::m::fmin(static_cast<W>(x), static_cast<W>(y)));
     } else {
       return y < x ? y : x;
     }
@@ -1459,7 +1525,7 @@ inline R max(const A& a, const B& b) {
   return cn_detail::map2<R>(a, b, [](auto x, auto y) {
     if constexpr (cn_detail::is_float_v<decltype(x)>) {
       using W = cn_detail::wide_t<decltype(x)>;
-      return static_cast<decltype(x)>(std::fmax(static_cast<W>(x), static_cast<W>(y)));
+      return static_cast<decltype(x)>(cn_detail::m::fmax(static_cast<W>(x), static_cast<W>(y)));
     } else {
       return x < y ? y : x;
     }
@@ -1489,7 +1555,7 @@ inline R abs(const A& a) {
   return cn_detail::map1<R>(a, [](auto x) {
     using E = decltype(x);
     if constexpr (cn_detail::is_float_v<E>) {
-      return static_cast<E>(std::fabs(static_cast<cn_detail::wide_t<E>>(x)));
+      return static_cast<E>(cn_detail::m::fabs(static_cast<cn_detail::wide_t<E>>(x)));
     } else if constexpr (std::is_signed<E>::value) {
       return static_cast<E>(x < 0 ? static_cast<E>(0 - static_cast<std::make_unsigned_t<E>>(x)) : x);
     } else {
@@ -1512,7 +1578,7 @@ inline R frexp(const A& a0, I& expo) {
     int ex = 0;
     using E = cn_detail::elem_of<R>;
     cn_detail::el(r, i) =
-        static_cast<E>(std::frexp(static_cast<cn_detail::wide_t<E>>(cn_detail::el(a, i)), &ex));
+        static_cast<E>(cn_detail::m::frexp(static_cast<cn_detail::wide_t<E>>(cn_detail::el(a, i)), &ex));
     cn_detail::el(expo, i) = ex;
   }
   return r;
@@ -1526,7 +1592,7 @@ inline R ldexp(const A& a0, const I& k0) {
   for (int i = 0; i < cn_detail::count_of<R>; ++i) {
     const int k = static_cast<int>(cn_detail::el(kv, cn_detail::vn<I> > 0 ? i : 0));
     cn_detail::el(r, i) =
-        static_cast<E>(std::ldexp(static_cast<cn_detail::wide_t<E>>(cn_detail::el(a, i)), k));
+        static_cast<E>(cn_detail::m::ldexp(static_cast<cn_detail::wide_t<E>>(cn_detail::el(a, i)), k));
   }
   return r;
 }
@@ -1538,7 +1604,7 @@ inline R modf(const A& a0, R& ipart) {
   for (int i = 0; i < cn_detail::count_of<R>; ++i) {
     cn_detail::wide_t<E> ip = 0;
     cn_detail::el(r, i) =
-        static_cast<E>(std::modf(static_cast<cn_detail::wide_t<E>>(cn_detail::el(a, i)), &ip));
+        static_cast<E>(cn_detail::m::modf(static_cast<cn_detail::wide_t<E>>(cn_detail::el(a, i)), &ip));
     cn_detail::el(ipart, i) = static_cast<E>(ip);
   }
   return r;
@@ -1558,11 +1624,11 @@ inline R modf(const A& a0, R& ipart) {
     }                                                                                            \
     return r;                                                                                    \
   }
-CN_REL1(isnan, std::isnan(x))
-CN_REL1(isinf, std::isinf(x))
-CN_REL1(isfinite, std::isfinite(x))
-CN_REL1(isnormal, std::isnormal(x))
-CN_REL1(signbit, std::signbit(x))
+CN_REL1(isnan, cn_detail::m::isnan(x))
+CN_REL1(isinf, cn_detail::m::isinf(x))
+CN_REL1(isfinite, cn_detail::m::isfinite(x))
+CN_REL1(isnormal, cn_detail::m::isnormal(x))
+CN_REL1(signbit, cn_detail::m::signbit(x))
 #undef CN_REL1
 
 inline bool all(bool b) { return b; }
@@ -1894,8 +1960,23 @@ CN_MATH_NAMES
 #define M_PI_2_H (::metal::half(M_PI_2_F))
 #define M_E_H (::metal::half(M_E_F))
 #endif
+// INFINITY, NAN, HUGE_VALF, MAXFLOAT normally come from <math.h>. This header avoids <cmath>
+// for compile time; on glibc it spells them exactly as glibc does (so a later <math.h> does not
+// warn about a redefinition), elsewhere it includes <math.h>.
+#if !defined(__GLIBC__)
+#include <math.h>
+#endif
+#ifndef HUGE_VALF
+#define HUGE_VALF (__builtin_huge_valf ())
+#endif
+#ifndef INFINITY
+#define INFINITY (__builtin_inff ())
+#endif
+#ifndef NAN
+#define NAN (__builtin_nanf (""))
+#endif
 #ifndef MAXFLOAT
-#define MAXFLOAT 0x1.fffffep+127f
+#define MAXFLOAT 3.40282347e+38F
 #endif
 #ifndef HALF_MAX
 #define HALF_MAX 65504.0f
