@@ -293,6 +293,8 @@ def test_fibers_only_when_the_kernel_synchronises(metal_sig):
     synced = metal_sig("s", "threadgroup_barrier(mem_flags::mem_none);", [], [])
     assert not metal.generate_source(plain, checks=True).fibers
     assert metal.generate_source(synced, checks=True).fibers
+    hidden = metal_sig("h", "#define SYNC threadgroup_barrier(mem_flags::mem_none)\nSYNC;", [], [])
+    assert metal.generate_source(hidden, checks=True).fibers
     assert "cn::tarr" not in metal.generate_source(
         metal_sig("r", REDUCE, [("x", np.empty(4, np.float32)), ("n", np.uint32(4))],
                   [("out", np.empty(1, np.float32))]), checks=False).source

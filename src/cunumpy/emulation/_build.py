@@ -142,6 +142,11 @@ def _pch_args(root: Path, compiler: Compiler, flags: tuple[str, ...], header: st
     return args
 
 
+def _blames_pch(log: str) -> bool:
+    low = log.lower()
+    return "precompiled" in low or ".pch" in low or ".gch" in low
+
+
 _DIAG = re.compile(
     r"^(?P<file>body|header):(?P<line>\d+)(?::(?P<col>\d+))?:\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$"
 )
@@ -224,9 +229,18 @@ def build_library(
         def build(tmp: Path) -> None:
             pch = _pch_args(cache_root, compiler, flags, header)
             (tmp / "kernel.cpp").write_text(source)
-            cmd = [*compiler.command, *flags, "-shared", *pch, "-o", str(tmp / "kernel.so"),
-                   "kernel.cpp"]
+
+            def command(include: tuple[str, ...]) -> list[str]:
+                return [*compiler.command, *flags, "-shared", *include, "-o",
+                        str(tmp / "kernel.so"), "kernel.cpp"]
+
+            cmd = command(pch)
             done = _run(cmd, tmp)
+            if done.returncode != 0 and _blames_pch(done.stdout + done.stderr):
+                # An unusable precompiled header: stop using it and compile from the headers.
+                _PCH[(str(cache_root), header)] = ("-I", str(RUNTIME_DIR))
+                cmd = command(_PCH[(str(cache_root), header)])
+                done = _run(cmd, tmp)
             if done.returncode != 0:
                 log = done.stdout + done.stderr
                 raise KernelCompileError(

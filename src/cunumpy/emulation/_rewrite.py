@@ -210,9 +210,13 @@ def rewrite(text: str, *, checks: bool, first_slot: int = 0) -> Rewritten:
     """
     tokens = tokenize(text)
     sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
+    # A macro may hide a barrier or SIMD function: look inside preprocessor lines too.
+    sync = any(
+        t.kind == "pp" and not SYNC_FUNCTIONS.isdisjoint(re.findall(r"\w+", t.text))
+        for t in tokens
+    )
     edits: list[tuple[int, int, str]] = []
     shared: list[SharedDecl] = []
-    sync = False
     i = 0
     while i < len(sig):
         t = sig[i]
