@@ -124,8 +124,9 @@ static_assert(std::is_same<decltype(elem_to_loc(uint(1), (const int*)nullptr, (c
 static_assert(float(half(0.1f)) == 0.0999755859375f, "constexpr half");
 constexpr half kh = 3.0f;
 static_assert(kh > 2.0f && float(-kh) == -3.0f, "constexpr half ops");
-#endif
 static_assert(float(Limits<half>::finite_max) == 65504.0f, "Limits<half>");
+#endif
+static_assert(Limits<half>::finite_max.bits == 0x7bff && Limits<half>::min.bits == 0xfc00, "Limits");
 
 int self_checks() {
   float4 v(1.0f, 2.0f, 3.0f, 4.0f);
@@ -772,3 +773,32 @@ def test_swizzle_reference_counts() -> None:
         assert f" {name}," in text or f", {name};" in text, name
     assert text.count("swz<T,4,") == (16 + 64 + 256) + (9 + 27 + 81)  # vec4 + vec3 lines
     assert text.count("swz<T,2,") == 4 + 8 + 16
+
+
+def test_header_without_bit_cast_builtin(tmp_path: Path) -> None:
+    """GCC 10 has no __builtin_bit_cast: the memcpy path must compile and convert the same."""
+    cxx = _compiler()
+    src = tmp_path / "nobitcast.cpp"
+    src.write_text(
+        '#include "cn_metal_types.h"\n#include <cstdio>\n'
+        "int main() {\n"
+        "  const float xs[] = {0.1f, 65519.0f, 65520.0f, 5.96e-8f, 2.98e-8f, -1.0f / 3.0f};\n"
+        '  for (float x : xs) std::printf("%04x %04x %a\\n", as_type<ushort>(half(x)),\n'
+        "                                  as_type<ushort>(bfloat(x)), float(half(x)));\n"
+        '  std::printf("%a\\n", float(Limits<half>::finite_max));\n'
+        "}\n"
+    )
+    exe = tmp_path / "nobitcast"
+    flags = ["-std=c++17", "-DCN_NO_BIT_CAST", "-Wall", "-Wextra", f"-I{RUNTIME}"]
+    done = subprocess.run(
+        [*cxx, *flags, str(src), "-o", str(exe)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr[-4000:]
+    lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    xs = np.array([0.1, 65519.0, 65520.0, 5.96e-8, 2.98e-8, -1.0 / 3.0], dtype=np.float32)
+    with np.errstate(over="ignore"):
+        halves = xs.astype(np.float16)
+    assert lines[0:18:3] == [f"{v:04x}" for v in halves.view(np.uint16)]
+    assert lines[1:18:3] == [f"{v:04x}" for v in _bf16_reference(xs)]
+    assert [float.fromhex(v) for v in lines[2:18:3]] == [float(v) for v in halves]
+    assert float.fromhex(lines[18]) == 65504.0

@@ -40,7 +40,9 @@
 #pragma GCC diagnostic ignored "-Wpedantic"
 #endif
 
-#if defined(__has_builtin)
+// __builtin_bit_cast (GCC >= 11, clang >= 9) makes half/bfloat conversions constexpr; without it
+// (GCC 10, or -DCN_NO_BIT_CAST to test that path) they use memcpy at run time.
+#if defined(__has_builtin) && !defined(CN_NO_BIT_CAST)
 #if __has_builtin(__builtin_bit_cast)
 #define CN_HAS_BIT_CAST 1
 #endif
@@ -427,9 +429,10 @@ struct swz {
   }
   swz& operator=(const V& v) {
     static_assert(cn_detail::distinct<I...>(), "cannot assign to a swizzle that repeats a component");
-    const V src = v;  // v may alias this vector (v.yx = v)
+    T src[sizeof...(I)];  // v may alias this vector (v.yx = v): read everything first
+    for (unsigned k = 0; k < sizeof...(I); ++k) src[k] = v.e[k];
     int k = 0;
-    ((e[I] = src.e[k++]), ...);
+    ((e[I] = src[k++]), ...);
     return *this;
   }
   swz& operator=(const swz& o) { return *this = V(o); }
