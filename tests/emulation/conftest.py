@@ -61,4 +61,7 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CUNUMPY_CACHE_DIR", str(root))
     metal.forget_variants()
     yield root
+    from cunumpy.emulation._build import wait_for_pch
+
+    wait_for_pch()  # a background build must not outlive the test's directory
     metal.forget_variants()

@@ -48,4 +48,4 @@ def test_failed_compile_leaves_no_cache_entry(metal_sig, private_cache):
     with pytest.raises(KernelCompileError):
         _launch(metal_sig, "this is not C++;")
     assert not list(private_cache.glob("emu-*/emu-metal/*/*/kernel.so"))
-    assert not list(private_cache.rglob(".build-*"))
+    assert not list(private_cache.glob("emu-*/emu-metal/*/.build-*"))

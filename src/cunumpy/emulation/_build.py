@@ -6,9 +6,10 @@ One library per kernel variant. Compiler flags favour both compile and run time:
 ``-march=native`` (libraries stay valid on any machine of the same ISA, which is in the key).
 
 The runtime headers are precompiled once per compiler and flag set (a GCC ``.gch`` or a Clang
-``.pch``, kept in the same cache under the ``pch`` engine), which takes most of the header parsing
-out of every kernel compile. If the precompiled header cannot be built, kernels compile from the
-plain headers.
+``.pch``, kept in the same cache under the ``pch`` engine), which halves the compile time of a
+kernel. The first kernel of a fresh cache does not wait for it: it compiles from the plain headers
+while the precompiled header is built in the background. If it cannot be built, or the compiler
+rejects it, kernels compile from the plain headers.
 
 Loaded libraries are kept per process, so a launch of a variant already loaded touches no disk.
 """
@@ -32,7 +33,14 @@ from cunumpy.emulation import _cache
 from cunumpy.emulation._toolchain import Compiler, find_compiler
 from cunumpy.emulation.errors import KernelCompileError
 
-__all__ = ["RUNTIME_DIR", "Library", "build_library", "compile_flags", "forget_loaded"]
+__all__ = [
+    "RUNTIME_DIR",
+    "Library",
+    "build_library",
+    "compile_flags",
+    "forget_loaded",
+    "wait_for_pch",
+]
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 
@@ -61,6 +69,8 @@ class Library:
 
 _LOADED: dict[tuple[str, str], Library] = {}
 _PCH: dict[tuple[str, str], tuple[str, ...]] = {}
+_PCH_BUILDING: set[tuple[str, str]] = set()
+_PCH_THREADS: list[threading.Thread] = []
 _LOCK = threading.Lock()
 
 
@@ -70,6 +80,7 @@ def forget_loaded() -> None:
     with _LOCK:
         _LOADED.clear()
         _PCH.clear()
+        _PCH_BUILDING.clear()
         runtime_headers.cache_clear()
 
 
@@ -108,8 +119,12 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _pch_args(root: Path, compiler: Compiler, flags: tuple[str, ...], header: str) -> tuple[str, ...]:
-    """Compiler arguments that use the precompiled ``header``, building it if needed; plain
-    include arguments when it cannot be built."""
+    """Compiler arguments that use the precompiled ``header``.
+
+    When it is not built yet, a background thread builds it (the first kernel of a fresh cache
+    compiles from the plain headers meanwhile, instead of waiting) and plain include arguments are
+    returned. The thread is not a daemon, so the process finishes publishing it before exiting.
+    """
     plain = ("-I", str(RUNTIME_DIR))
     memo = (str(root), header)
     if memo in _PCH:
@@ -128,18 +143,33 @@ def _pch_args(root: Path, compiler: Compiler, flags: tuple[str, ...], header: st
         if done.returncode != 0:
             raise RuntimeError(done.stderr)
 
-    try:
-        path = _cache.get_or_build(root, "pch", key, inputs, artifact, build)
-    except RuntimeError:
-        args = plain
-    else:
+    def publish() -> None:
+        try:
+            path = _cache.get_or_build(root, "pch", key, inputs, artifact, build)
+        except (RuntimeError, OSError, subprocess.SubprocessError):
+            _PCH[memo] = plain
+            return
         # The plain runtime directory comes second, in case the cache is removed meanwhile.
         if clang:
-            args = ("-include-pch", str(path), "-I", str(path.parent), *plain)
+            _PCH[memo] = ("-include-pch", str(path), "-I", str(path.parent), *plain)
         else:
-            args = ("-I", str(path.parent), *plain)
-    _PCH[memo] = args
-    return args
+            _PCH[memo] = ("-I", str(path.parent), *plain)
+
+    if _cache.entry_dir(root, "pch", key).is_dir():
+        publish()
+        return _PCH[memo]
+    if memo not in _PCH_BUILDING:
+        _PCH_BUILDING.add(memo)
+        thread = threading.Thread(target=publish, name="cunumpy-emulation-pch", daemon=False)
+        _PCH_THREADS.append(thread)
+        thread.start()
+    return plain
+
+
+def wait_for_pch(timeout: float | None = None) -> None:
+    """Wait until precompiled headers being built in the background are published."""
+    for thread in list(_PCH_THREADS):
+        thread.join(timeout)
 
 
 def _blames_pch(log: str) -> bool:
