@@ -25,10 +25,10 @@ UNARY = [
     "sqrt", "rsqrt", "exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sinpi",
     "cospi", "tanpi", "floor", "ceil", "round", "rint", "trunc", "fract", "fabs", "abs",
-    "saturate", "sign", "cbrt", "log1p", "expm1",
+    "saturate", "sign", "cbrt", "log1p", "expm1", "asinpi", "acospi", "atanpi", "logb",
 ]  # fmt: skip
 BINARY = ["pow", "atan2", "fmin", "fmax", "min", "max", "fmod", "copysign", "hypot", "step",
-          "remainder", "fdim"]  # fmt: skip
+          "remainder", "fdim", "atan2pi"]  # fmt: skip
 INT_UNARY = ["popcount", "clz", "ctz", "reverse_bits"]
 INT_BINARY = ["mulhi", "rotate", "hadd", "rhadd", "absdiff"]
 SAT = ["add_sat", "sub_sat"]
@@ -202,6 +202,7 @@ int self_checks() {
   CHECK(all(clamp(v, 1.5f, 3.5f) == float4(1.5f, 2, 3, 3.5f)));
   CHECK(abs(-3) == 3 && abs(-3.5f) == 3.5f && all(abs(int2(-1, 2)) == int2(1, 2)));
   CHECK(min3(3, 1, 2) == 1 && max3(3, 1, 2) == 3 && median3(3, 1, 2) == 2);
+  CHECK(fmin3(3.0f, 1.0f, 2.0f) == 1 && fmax3(3.0f, 1.0f, 2.0f) == 3 && fmedian3(3.0f, 1.0f, 2.0f) == 2);
   float cv; float sv = sincos(0.5f, cv); CHECK(sv == std::sin(0.5f) && cv == std::cos(0.5f));
   float4 c4; float4 s4 = sincos(float4(0.5f), c4); CHECK(s4.y == sv && c4.z == cv);
   CHECK(dot(float3(1, 2, 3), float3(4, 5, 6)) == 32);
@@ -535,6 +536,8 @@ def _np_unary(name: str, x: np.ndarray) -> np.ndarray:
         "saturate": lambda v: np.clip(v, 0, 1),
         "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh,
         "acosh": np.arccosh, "atanh": np.arctanh, "abs": np.abs,
+        "asinpi": lambda v: np.arcsin(v) / np.pi, "acospi": lambda v: np.arccos(v) / np.pi,
+        "atanpi": lambda v: np.arctan(v) / np.pi, "logb": lambda v: np.floor(np.log2(np.abs(v))),
     }  # fmt: skip
     fn = table.get(name) or getattr(np, name)
     with np.errstate(all="ignore"):
@@ -562,6 +565,7 @@ def test_binary_math_matches_numpy(run: Path) -> None:
             "fmod": np.fmod(x, y), "copysign": np.copysign(x, y), "hypot": np.hypot(x, y),
             "step": np.where(y < x, 0.0, 1.0), "remainder": x - y * np.round(x / y),
             "fdim": np.maximum(x - y, 0), "mix": x + (y - x) * 0.3,
+            "atan2pi": np.arctan2(x, y) / np.pi,
             "clamp": np.minimum(np.maximum(x, -0.5), y),
             "fma": x * y + 0.5,
             "smoothstep": (lambda t: t * t * (3 - 2 * t))(np.clip((x + 1) / 3, 0, 1)),

@@ -20,7 +20,13 @@
 // - Math functions use the host libm in float (half/bfloat compute in float and round back);
 //   results match Metal's precise:: functions to float accuracy, fast:: is the same code.
 // - Vectors are not trivially copy-assignable (swizzle proxies need a user-defined assignment),
-//   but they are trivially copy-constructible and trivially destructible.
+//   but they are trivially default/copy-constructible, trivially destructible, standard-layout.
+// - A swizzle is a proxy, not a vector: `v.xy[1]` and `v.xy()` work, `v.xy.x` does not (write
+//   `float2(v.xy).x`); packed_ vectors have components and [] but no swizzles.
+// - Vector constructors are not constexpr; MSL half literals (`1.0h`) are not C++ (the emulator
+//   front end must rewrite them).
+// - Vector +, -, *, << on signed elements wrap like Metal; plain scalar int overflow is C++'s
+//   (compile kernels with -fwrapv to match Metal).
 #ifndef CN_METAL_TYPES_H
 #define CN_METAL_TYPES_H
 
@@ -1384,6 +1390,7 @@ CN_B1(ceil)
 CN_B1(round)
 CN_B1(nearbyint)
 CN_B1(trunc)
+CN_B1(logb)
 CN_B2(pow)
 CN_B2(atan2)
 CN_B2(fmin)
@@ -1451,6 +1458,10 @@ CN_MATH1(atanh, cn_detail::m::atanh(x))
 CN_MATH1(sinpi, cn_detail::m::sin(3.14159265358979323846 * static_cast<double>(x)))
 CN_MATH1(cospi, cn_detail::m::cos(3.14159265358979323846 * static_cast<double>(x)))
 CN_MATH1(tanpi, cn_detail::m::tan(3.14159265358979323846 * static_cast<double>(x)))
+CN_MATH1(asinpi, cn_detail::m::asin(x) / W(3.14159265358979323846))
+CN_MATH1(acospi, cn_detail::m::acos(x) / W(3.14159265358979323846))
+CN_MATH1(atanpi, cn_detail::m::atan(x) / W(3.14159265358979323846))
+CN_MATH1(logb, cn_detail::m::logb(x))
 CN_MATH1(erf, cn_detail::m::erf(x))
 CN_MATH1(erfc, cn_detail::m::erfc(x))
 CN_MATH1(tgamma, cn_detail::m::tgamma(x))
@@ -1479,6 +1490,7 @@ CN_MATH1(sign, x > W(0) ? W(1) : x < W(0) ? W(-1) : x == x ? W(0) * x : W(0))
 CN_MATH2(pow, cn_detail::m::pow(x, y))
 CN_MATH2(powr, cn_detail::m::pow(x, y))
 CN_MATH2(atan2, cn_detail::m::atan2(x, y))
+CN_MATH2(atan2pi, cn_detail::m::atan2(x, y) / W(3.14159265358979323846))
 CN_MATH2(fmin, cn_detail::m::fmin(x, y))
 CN_MATH2(fmax, cn_detail::m::fmax(x, y))
 CN_MATH2(fmod, cn_detail::m::fmod(x, y))
@@ -1547,12 +1559,18 @@ template <class A, class B, class C, class R = cn_detail::if_num<cn_detail::comm
 inline R max3(const A& x, const B& y, const C& z) {
   return max(max(cn_detail::to_value<R>(x), cn_detail::to_value<R>(y)), cn_detail::to_value<R>(z));
 }
+template <class A, class B, class C, class R = cn_detail::if_float<cn_detail::common3_t<A, B, C>>>
+inline R fmin3(const A& x, const B& y, const C& z) { return min3(x, y, z); }
+template <class A, class B, class C, class R = cn_detail::if_float<cn_detail::common3_t<A, B, C>>>
+inline R fmax3(const A& x, const B& y, const C& z) { return max3(x, y, z); }
 template <class A, class B, class C, class R = cn_detail::if_num<cn_detail::common3_t<A, B, C>>>
 inline R median3(const A& x0, const B& y0, const C& z0) {
   const R x = cn_detail::to_value<R>(x0), y = cn_detail::to_value<R>(y0),
           z = cn_detail::to_value<R>(z0);
   return max(min(x, y), min(max(x, y), z));
 }
+template <class A, class B, class C, class R = cn_detail::if_float<cn_detail::common3_t<A, B, C>>>
+inline R fmedian3(const A& x, const B& y, const C& z) { return median3(x, y, z); }
 template <class A, class R = cn_detail::if_num<cn_detail::value_t<A>>>
 inline R abs(const A& a) {
   return cn_detail::map1<R>(a, [](auto x) {
@@ -1929,7 +1947,10 @@ inline R insert_bits(const A& base, const B& insert, uint offset, uint bits) {
   using metal::smoothstep; using metal::sincos; using metal::frexp; using metal::ldexp;         \
   using metal::modf; using metal::min; using metal::max; using metal::clamp;                     \
   using metal::abs; using metal::normalize; using metal::length; using metal::distance;         \
-  using metal::dot; using metal::cross; using metal::erf; using metal::erfc;
+  using metal::dot; using metal::cross; using metal::erf; using metal::erfc;                    \
+  using metal::asinpi; using metal::acospi; using metal::atanpi; using metal::atan2pi;          \
+  using metal::fmin3; using metal::fmax3; using metal::fmedian3; using metal::min3;             \
+  using metal::max3; using metal::median3; using metal::logb;
 namespace fast {
 CN_MATH_NAMES
 }
