@@ -1,0 +1,510 @@
+"""Source rewrites that turn CUDA C++ text into C++ the emulator compiles (``cn_cuda.h``).
+
+Three steps, each keeping compiler line numbers pointing at the user's text:
+
+1. :func:`inline_includes`: ``#include`` lines that name a file found beside the source or in
+   ``include_dirs`` are replaced by that file's text between ``#line`` directives (each file once,
+   as ``#pragma once`` or include guards would have it); includes of CUDA toolkit headers that
+   ``cn_cuda.h`` stands in for are blanked; includes of libraries the emulator cannot run
+   (cooperative groups, CUB, Thrust, WMMA) raise :class:`NotImplementedError`.
+2. :func:`rewrite_cuda`: ``__shared__`` declarations become references into the per-block arena
+   of ``cn_core.h`` (bounds-checked arrays with checks on), ``extern __shared__ T a[];`` a pointer
+   into the dynamic region of ``shared_mem`` bytes; declarations at namespace scope are removed
+   and their later uses replaced by the arena expression. With checks on, the pointer parameters
+   of the launched ``__global__`` function become ``cn::ptr<T>`` (bounds-checked).
+3. Feature detection: whether the text synchronises (fibers needed) and which unsupported
+   features (inline PTX, textures, kernel launches from kernels) it uses.
+
+Rewrites never add or remove a newline inside the user's text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from cunumpy.emulation._rewrite import SharedDecl, Token, tokenize
+
+__all__ = [
+    "CUDA_SYNC_FUNCTIONS",
+    "CudaRewritten",
+    "checked_param",
+    "inline_includes",
+    "rewrite_cuda",
+    "unsupported_features",
+]
+
+CUDA_SYNC_FUNCTIONS = frozenset(
+    {
+        "__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or",
+        "__syncwarp", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+        "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__match_any_sync",
+        "__match_all_sync", "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync",
+        "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync",
+    }
+)
+"""Names whose use makes the emulator run the threads of a block as fibers."""
+
+# Toolkit headers whose content cn_cuda.h provides (or that the C++ library covers).
+_PROVIDED = frozenset(
+    {
+        "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h",
+        "device_functions.h", "device_atomic_functions.h", "sm_20_atomic_functions.h",
+        "sm_32_intrinsics.h", "sm_30_intrinsics.h", "sm_60_atomic_functions.h",
+        "math_functions.h", "vector_types.h", "vector_functions.h", "cuda_fp16.h",
+        "crt/math_functions.h", "assert.h", "cassert", "math_constants.h",
+    }
+)
+
+# Libraries the emulator does not provide, with what they are.
+_REFUSED = {
+    "cooperative_groups": "cooperative groups",
+    "cub/": "CUB",
+    "thrust/": "Thrust",
+    "mma.h": "warp matrix functions (WMMA)",
+    "cuda/barrier": "libcu++ barriers",
+    "cuda/pipeline": "libcu++ pipelines",
+    "cuda_bf16.h": "bfloat16",
+    "cuda_fp8.h": "fp8 types",
+    "curand_kernel.h": "cuRAND device functions",
+}
+
+_INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"][^\n]*$', re.MULTILINE)
+_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b[^\n]*$", re.MULTILINE)
+
+
+def _refused(path: str) -> str | None:
+    for key, what in _REFUSED.items():
+        if path == key or path.startswith(key) or path.startswith(key + "."):
+            return what
+    return None
+
+
+def inline_includes(
+    text: str,
+    label: str,
+    here: Path | None,
+    include_dirs: tuple[str, ...],
+    prefix: str,
+) -> tuple[str, dict[str, str]]:
+    """``text`` with found includes inlined; also ``{label: text}`` of every file inlined.
+
+    Raises NotImplementedError (naming ``prefix``) for libraries the emulator does not provide.
+    """
+    seen: set[Path] = set()
+    texts: dict[str, str] = {label: text}
+
+    def expand(src: str, name: str, folder: Path | None) -> str:
+        out: list[str] = []
+        pos = 0
+        for m in _INCLUDE_LINE.finditer(src):
+            quote, rel = m.group(1), m.group(2).strip()
+            out.append(src[pos : m.start()])
+            pos = m.end()
+            what = _refused(rel)
+            if what:
+                raise NotImplementedError(
+                    f"{prefix} includes <{rel}>: {what} are not supported by the CUDA "
+                    "emulator (emu-cuda); run this kernel on a GPU (engine='cupy')"
+                )
+            candidates = []
+            if quote == '"' and folder is not None:
+                candidates.append(folder / rel)
+            candidates.extend(Path(d) / rel for d in include_dirs)
+            found = next((c.resolve() for c in candidates if c.is_file()), None)
+            if found is None:
+                if rel in _PROVIDED or rel.startswith("crt/"):
+                    out.append("")  # cn_cuda.h provides it
+                else:
+                    out.append(m.group(0))  # a C++ library header: the compiler finds it
+                continue
+            if found in seen:
+                out.append("")
+                continue
+            seen.add(found)
+            body = found.read_text(errors="replace")
+            sub = found.name
+            while sub in texts and texts[sub] != body:
+                sub = "_" + sub
+            texts[sub] = body
+            body = _PRAGMA_ONCE.sub("", body)
+            line_after = src.count("\n", 0, m.end()) + 2
+            inner = expand(body, sub, found.parent)
+            if not inner.endswith("\n"):
+                inner += "\n"
+            out.append(f'#line 1 "{sub}"\n{inner}#line {line_after - 1} "{name}"')
+        out.append(src[pos:])
+        return "".join(out)
+
+    return expand(text, label, here), texts
+
+
+# ---------------------------------------------------------------------------------------------
+# __shared__ declarations and the kernel's parameters
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CudaRewritten:
+    """Result of :func:`rewrite_cuda`."""
+
+    text: str
+    shared: tuple[SharedDecl, ...]
+    """Static declarations (slots ``0..n-1``) then dynamic ones (labels ``n``, ``n+1``...)."""
+    nstatic: int
+    """Number of static declarations: the dynamic region is arena slot ``nstatic``."""
+    dynamic: tuple[SharedDecl, ...]
+    sync: bool
+
+
+def _join(tokens: list[Token]) -> str:
+    out = ""
+    prev: Token | None = None
+    for t in tokens:
+        if prev is not None and prev.kind in ("ident", "number") and t.kind in ("ident", "number"):
+            out += " "
+        out += t.text
+        prev = t
+    return out
+
+
+def _split_declarator(tokens: list[Token]) -> tuple[list[Token], str, list[str]] | None:
+    """(type tokens, name, dims) of ``T name[a][b]``."""
+    dims: list[str] = []
+    k = len(tokens)
+    while k > 0 and tokens[k - 1].text == "]":
+        depth = 0
+        m = k - 1
+        while m >= 0:
+            if tokens[m].text == "]":
+                depth += 1
+            elif tokens[m].text == "[":
+                depth -= 1
+                if depth == 0:
+                    break
+            m -= 1
+        if m < 0:
+            return None
+        dims.insert(0, _join(tokens[m + 1 : k - 1]))
+        k = m
+    if k == 0 or tokens[k - 1].kind != "ident":
+        return None
+    return tokens[: k - 1], tokens[k - 1].text, dims
+
+
+def _shared_type(ctype: str, dims: list[str], slot: int, checks: bool) -> str:
+    if not dims:
+        return ctype
+    if not checks:
+        return ctype + "".join(f"[{d}]" for d in dims)
+    out = ctype
+    for d in reversed(dims):
+        out = f"cn::tarr<{out}, ({d}), {slot}>"
+    return out
+
+
+_DECL_PREFIX = frozenset({"extern", "static", "volatile", "const", "inline"})
+_ALIGN = frozenset({"__align__", "alignas", "__attribute__"})
+
+
+def _parse_shared(sig: list[Token], i: int) -> tuple[int, int, bool, list[tuple[list[Token], str, list[str]]]] | None:
+    """For ``sig[i]`` == ``__shared__``: (first token index, ``;`` index, extern, declarators)."""
+    first = i
+    extern = False
+    while first > 0 and sig[first - 1].text in _DECL_PREFIX:
+        first -= 1
+        if sig[first].text == "extern":
+            extern = True
+    leading = [t for t in sig[first:i] if t.text in ("volatile", "const")]
+    body: list[Token] = list(leading)
+    j = i + 1
+    depth_sq = depth_angle = 0
+    parts: list[list[Token]] = [body]
+    while j < len(sig):
+        t = sig[j]
+        if t.text in _ALIGN and j + 1 < len(sig) and sig[j + 1].text == "(":
+            d = 0
+            while j < len(sig):
+                if sig[j].text == "(":
+                    d += 1
+                elif sig[j].text == ")":
+                    d -= 1
+                    if d == 0:
+                        break
+                j += 1
+            j += 1
+            continue
+        if t.text in ("(", ")", "{", "}", "="):
+            return None
+        if t.text == "[":
+            depth_sq += 1
+        elif t.text == "]":
+            depth_sq -= 1
+        elif depth_sq == 0 and t.text == "<":
+            depth_angle += 1
+        elif depth_sq == 0 and t.text == ">":
+            depth_angle -= 1
+        elif depth_sq == 0 and t.text == ">>":
+            depth_angle -= 2
+        elif depth_sq == 0 and depth_angle == 0 and t.text == ";":
+            break
+        elif depth_sq == 0 and depth_angle == 0 and t.text == ",":
+            parts.append([])
+            j += 1
+            continue
+        parts[-1].append(t)
+        j += 1
+    else:
+        return None
+    first_decl = _split_declarator(parts[0])
+    if first_decl is None or not first_decl[0]:
+        return None
+    decls = [first_decl]
+    for p in parts[1:]:
+        d = _split_declarator(p)
+        if d is None:
+            return None
+        decls.append((first_decl[0] + d[0], d[1], d[2]))
+    return first, j, extern, decls
+
+
+def _brace_kinds(sig: list[Token]) -> list[bool]:
+    """For each token: True when it sits inside a function or class body (not only inside
+    namespaces and ``extern "C" {`` blocks)."""
+    inside: list[bool] = []
+    stack: list[bool] = []  # True: a body brace
+    for k, t in enumerate(sig):
+        inside.append(any(stack))
+        if t.text == "{":
+            prev = sig[k - 1] if k else None
+            prev2 = sig[k - 2] if k > 1 else None
+            scope = (
+                (prev is not None and prev.text == "namespace")
+                or (prev2 is not None and prev2.text == "namespace" and prev is not None
+                    and prev.kind == "ident")
+                or (prev is not None and prev.kind == "string" and prev2 is not None
+                    and prev2.text == "extern")
+            )
+            stack.append(not scope)
+        elif t.text == "}" and stack:
+            stack.pop()
+    return inside
+
+
+def checked_param(text: str) -> str | None:
+    """``cn::ptr<...>`` declaration for one pointer parameter, or None to leave it as it is
+    (values, ``void*``, pointers to pointers)."""
+    t = " ".join(text.split())
+    if "=" in t or "&" in t:
+        return None
+    array = re.search(r"\[\s*\]\s*$", t)
+    if array:
+        t = t[: array.start()].rstrip() + " *"
+        # ``T name[]`` -> ``T * name``: move the star before the name.
+        m = re.match(r"^(.*?)(\b[A-Za-z_]\w*)\s*\*$", t)
+        if not m:
+            return None
+        t = f"{m.group(1)} * {m.group(2)}"
+    if t.count("*") != 1:
+        return None
+    before, after = t.split("*")
+    quals = {"__restrict__", "__restrict", "restrict"}
+    pointee = [w for w in re.findall(r"[A-Za-z_][\w:]*(?:\s*<[^>]*>)?|::", before) if w not in quals]
+    if not pointee or [w for w in pointee if w not in ("const", "volatile")] == ["void"]:
+        return None
+    after_words = after.split()
+    const_ptr = "const" in after_words
+    names = [w for w in after_words if w not in quals and w not in ("const", "volatile")]
+    if len(names) > 1:
+        return None
+    name = names[0] if names else ""
+    return f"{'const ' if const_ptr else ''}cn::ptr<{' '.join(pointee)}> {name}".rstrip()
+
+
+def _split_params(clean: str, start: int, stop: int) -> list[tuple[int, int]]:
+    """Spans of the top-level comma-separated parts of ``clean[start:stop]``."""
+    spans, depth, s = [], 0, start
+    for k in range(start, stop):
+        c = clean[k]
+        if c in "(<[{":
+            depth += 1
+        elif c in ")>]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            spans.append((s, k))
+            s = k + 1
+    spans.append((s, stop))
+    return spans
+
+
+def _param_edits(text: str, kernel_name: str) -> list[tuple[int, int, str]]:
+    """Edits turning the pointer parameters of every ``__global__ kernel_name(...)`` into
+    ``cn::ptr`` declarations."""
+    from cunumpy.kernels._cuda_signature import strip_comments
+
+    clean = strip_comments(text)
+    edits = []
+    for m in re.finditer(r"\b__global__\b", clean):
+        head = re.compile(r"\b" + re.escape(kernel_name) + r"\s*\(")
+        stop_at = len(clean)
+        for c in ";{":
+            k = clean.find(c, m.end())
+            if k >= 0:
+                stop_at = min(stop_at, k)
+        h = head.search(clean, m.end(), stop_at)
+        if not h:
+            continue
+        open_paren = h.end() - 1
+        depth, close = 0, -1
+        for k in range(open_paren, len(clean)):
+            if clean[k] == "(":
+                depth += 1
+            elif clean[k] == ")":
+                depth -= 1
+                if depth == 0:
+                    close = k
+                    break
+        if close < 0:
+            continue
+        for s, e in _split_params(clean, open_paren + 1, close):
+            new = checked_param(clean[s:e])
+            if new is None:
+                continue
+            newlines = clean.count("\n", s, e)
+            edits.append((s, e, " " + new + "\n" * newlines))
+    return edits
+
+
+def rewrite_cuda(
+    text: str, *, checks: bool, kernel_name: str, checked_pointers: bool | None = None
+) -> CudaRewritten:
+    """Rewrite CUDA source (includes already inlined) for the C++ emulator.
+
+    Parameters
+    ----------
+    text
+        The source.
+    checks
+        Declare shared arrays bounds-checked (``cn::tarr``) and dynamic shared memory as a
+        checked pointer.
+    kernel_name
+        The launched ``__global__`` function, whose pointer parameters become ``cn::ptr``.
+    checked_pointers
+        Rewrite those parameters (default: ``checks``).
+    """
+    if checked_pointers is None:
+        checked_pointers = checks
+    tokens = tokenize(text)
+    sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
+    inside = _brace_kinds(sig)
+    edits: list[tuple[int, int, str]] = []
+    static: list[tuple[int, str, str, tuple[str, ...]]] = []
+    dynamic: list[tuple[str, str]] = []
+    globals_: dict[str, str] = {}  # namespace-scope name -> expression
+    sync = False
+    found: list[tuple[int, int, bool, list, bool]] = []
+    i = 0
+    while i < len(sig):
+        t = sig[i]
+        if t.kind == "ident" and t.text in CUDA_SYNC_FUNCTIONS:
+            sync = True
+        elif t.kind == "ident" and t.text == "__shared__":
+            parsed = _parse_shared(sig, i)
+            if parsed is None:
+                edits.append((t.start, t.start + len(t.text), " " * len(t.text)))
+                i += 1
+                continue
+            first, end, extern, decls = parsed
+            found.append((first, end, extern, decls, inside[i]))
+            i = end + 1
+            continue
+        i += 1
+    nstatic = sum(len(d[3]) for d in found if not d[2])
+    slot = 0
+    for first, end, extern, decls, in_body in found:
+        start, stop = sig[first].start, sig[end].start + 1
+        pieces = []
+        for type_tokens, name, dims in decls:
+            ctype = _join([tk for tk in type_tokens if tk.text not in ("static", "extern")])
+            if extern:
+                label = nstatic + len(dynamic)
+                dynamic.append((name, ctype))
+                expr = (
+                    f"::cn::cuda::dynamic_shared<{ctype}, {nstatic}, {label}, "
+                    f"{'true' if checks else 'false'}>()"
+                )
+                if in_body:
+                    pieces.append(f"auto {name} = {expr};")
+                else:
+                    globals_[name] = f"({expr})"
+            else:
+                static.append((slot, name, ctype, tuple(dims)))
+                expr = f"::cn::tg_alloc<{_shared_type(ctype, dims, slot, checks)}>({slot})"
+                if in_body:
+                    pieces.append(f"auto& {name} = {expr};")
+                else:
+                    globals_[name] = f"({expr})"
+                slot += 1
+        newlines = text.count("\n", start, stop)
+        edits.append((start, stop, " ".join(pieces) + "\n" * newlines))
+    if globals_:
+        last_decl = {}
+        for _first, end, _, decls, in_body in found:
+            if not in_body:
+                for _, name, _ in decls:
+                    last_decl[name] = sig[end].start
+        for k, t in enumerate(sig):
+            if t.kind != "ident" or t.text not in globals_ or t.start <= last_decl[t.text]:
+                continue
+            prev = sig[k - 1].text if k else ""
+            if prev in (".", "->", "::"):
+                continue
+            edits.append((t.start, t.start + len(t.text), globals_[t.text]))
+    if checked_pointers:
+        edits.extend(_param_edits(text, kernel_name))
+    edits.sort(key=lambda e: e[0])
+    out = []
+    pos = 0
+    for start, stop, new in edits:
+        if start < pos:
+            continue
+        out.append(text[pos:start])
+        out.append(new)
+        pos = stop
+    out.append(text[pos:])
+    shared = tuple(SharedDecl(s, n, c, d) for s, n, c, d in static)
+    dyn = tuple(SharedDecl(nstatic + k, n, c, ("",)) for k, (n, c) in enumerate(dynamic))
+    return CudaRewritten("".join(out), shared, nstatic, dyn, sync)
+
+
+_UNSUPPORTED_WORDS = {
+    "asm": "inline PTX assembly (asm)",
+    "__asm__": "inline PTX assembly (asm)",
+    "tex1Dfetch": "texture fetches",
+    "tex1D": "texture fetches",
+    "tex2D": "texture fetches",
+    "tex3D": "texture fetches",
+    "surf2Dwrite": "surface writes",
+    "surf2Dread": "surface reads",
+    "cudaTextureObject_t": "texture objects",
+    "cudaSurfaceObject_t": "surface objects",
+    "__nv_bfloat16": "bfloat16",
+}
+
+
+def unsupported_features(text: str) -> list[str]:
+    """CUDA features in ``text`` the emulator refuses (inline PTX, textures, device launches)."""
+    sig = [t for t in tokenize(text) if t.kind not in ("ws", "comment", "pp")]
+    found: list[str] = []
+    for k, t in enumerate(sig):
+        what = None
+        if t.kind == "ident" and t.text in _UNSUPPORTED_WORDS:
+            what = _UNSUPPORTED_WORDS[t.text]
+        elif t.text == "<" and k + 2 < len(sig) and sig[k + 1].text == "<" and sig[k + 2].text == "<":
+            what = "kernel launches from a kernel (dynamic parallelism, <<<...>>>)"
+        elif t.text == "<<" and k + 1 < len(sig) and sig[k + 1].text == "<":
+            what = "kernel launches from a kernel (dynamic parallelism, <<<...>>>)"
+        if what and what not in found:
+            found.append(what)
+    return found

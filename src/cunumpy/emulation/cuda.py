@@ -1,0 +1,703 @@
+"""Run CUDA C++ kernels on the CPU: the ``emu-cuda`` engine of :class:`~cunumpy.kernels.CudaKernel`.
+
+A launch compiles (once, cached on disk) a C++ translation unit made of the runtime header
+``cn_cuda.h``, the kernel's whole source (its ``#include`` files inlined, ``__shared__``
+declarations moved into a per-block arena) and a launcher that calls the ``__global__`` function
+once per thread, then runs it over the grid: blocks one after another (in order, or shuffled with
+``EmulatorOptions(random_order=True)``), the threads of a block one after another, or, when the
+source synchronises (``__syncthreads``, a warp function), as cooperative fibers. Warps are 32
+consecutive threads of a block (``threadIdx.x`` fastest); warp functions run in lockstep over the
+lanes that reach them.
+
+Arguments are NumPy arrays (pointer parameters, C-contiguous, exactly the pointee's dtype) and
+numbers (value parameters); the kernel writes the arrays in place.
+
+What is checked (``EmulatorOptions(checks=True)``, the default):
+
+- every index into a pointer parameter of the kernel and into a ``__shared__`` array (static or
+  ``extern`` dynamic, against ``shared_mem``), negative indices included
+  (:class:`~cunumpy.emulation.errors.OutOfBoundsError`); the launch goes on (bad reads give 0, bad
+  writes go nowhere) and the first failure is reported with the thread, the block and a count;
+- ``__syncthreads`` not reached by every thread of a block, or reached at different places
+  (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`): the classic kernel whose surplus
+  threads ``return`` before a barrier;
+- warp functions reading a lane that has exited, waits elsewhere, or does not exist
+  (:class:`~cunumpy.emulation.errors.InactiveLaneError`), or that the mask leaves out, masks
+  naming a lane that waits elsewhere, a calling lane missing from its own mask, shuffle widths
+  that are not powers of two (:class:`~cunumpy.emulation.errors.EmulationError`);
+- device ``assert``: the launch stops with the failing thread and expression;
+- shared memory over 227 KiB per block.
+
+Not checked: pointers made by casts, by ``&x[i]`` or passed on to ``__device__`` functions as
+raw pointers (they are unchecked once converted), data races (threads never overlap: atomics are
+plain read-modify-writes), reads of uninitialised shared memory (it is filled with 0xFF bytes:
+NaN for floats, -1 for integers), and output elements left unwritten (pointer arguments are inputs
+as well as outputs; :func:`cunumpy.testing.assert_kernels_agree` poisons them itself).
+
+Refused with :class:`NotImplementedError` naming the engine and the feature: inline PTX (``asm``),
+textures and surfaces, kernel launches from kernels, cooperative groups, CUB, Thrust, WMMA, and
+kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
+(flushed after each launch). Results of transcendental functions follow the host's C library,
+not CUDA's ulp bounds; ``--use_fast_math`` and other compiler options except ``-D``/``-U``/``-I``
+are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cunumpy import config
+from cunumpy.emulation import _build, _launch
+from cunumpy.emulation._cuda_rewrite import (
+    CudaRewritten,
+    inline_includes,
+    rewrite_cuda,
+    unsupported_features,
+)
+from cunumpy.emulation._options import EmulatorOptions, resolve_options
+from cunumpy.emulation._rewrite import SharedDecl
+from cunumpy.emulation.errors import EmulationError, EmulatorWarning, KernelCompileError
+from cunumpy.kernels._cuda_engines import (
+    DEFAULT_LIMITS,
+    CudaCompileError,
+    CudaEngine,
+    CudaLimits,
+    register_cuda_engine,
+)
+from cunumpy.kernels._cuda_signature import C_TYPES, CudaParam
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cunumpy.kernels.cuda import CudaKernel
+
+__all__ = [
+    "DIALECT",
+    "CudaProgram",
+    "EmuCudaCompileError",
+    "EmuCudaEngine",
+    "emulate_cuda_kernel",
+    "generate_source",
+    "run_cuda",
+]
+
+DIALECT = _launch.Dialect(
+    engine="emu-cuda",
+    group="block",
+    shared="shared array",
+    lanes="warp",
+    shared_limit=DEFAULT_LIMITS.max_shared_mem_optin,
+    simd_width=32,
+)
+
+
+class EmuCudaCompileError(KernelCompileError, CudaCompileError):
+    """A CUDA kernel does not compile for the CPU emulator.
+
+    Both a :class:`~cunumpy.emulation.errors.KernelCompileError` and a
+    :class:`~cunumpy.kernels.CudaCompileError`, so code catching either works on every engine.
+    The message quotes the failing lines with the user's file names and line numbers.
+    """
+
+    def __init__(self, message: str, *, log: str = "", source: str = "",
+                 command: tuple[str, ...] = ()) -> None:
+        KernelCompileError.__init__(self, message, log=log, source=source, command=command)
+        self.options = command
+
+    def __reduce__(self):  # keep the class across processes (isolated mode)
+        return (_rebuild_compile_error, (str(self), self.log, self.source, self.command))
+
+
+def _rebuild_compile_error(message, log, source, command):
+    return EmuCudaCompileError(message, log=log, source=source, command=command)
+
+
+# ---------------------------------------------------------------------------------------------
+# The program: everything that decides the generated source
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CudaProgram:
+    """One kernel variant as the emulator compiles it (hashable, picklable).
+
+    Attributes
+    ----------
+    name : str
+        The kernel's name (for messages).
+    call : str
+        What the launcher calls: the name, or an instantiation ``scale<double, 3>``.
+    source : str
+        The CUDA source as given.
+    params : tuple of CudaParam
+        The parsed parameters of the ``__global__`` function.
+    defines : tuple of (str, str or None)
+        ``-D`` (value) and ``-U`` (None) options, in order.
+    include_dirs : tuple of str
+        Directories searched for ``#include`` files.
+    folder : str or None
+        The source file's folder (searched first for quoted includes).
+    label : str
+        File name used in messages and line directives (``saxpy.cu``).
+    header_digest : str
+        Digest of the included files' contents when the program was made.
+    """
+
+    name: str
+    call: str
+    source: str
+    params: tuple[CudaParam, ...]
+    defines: tuple[tuple[str, str | None], ...] = ()
+    include_dirs: tuple[str, ...] = ()
+    folder: str | None = None
+    label: str = "kernel.cu"
+    header_digest: str = field(default="", compare=True)
+
+    @property
+    def prefix(self) -> str:
+        """``[emu-cuda kernel 'name']``."""
+        return DIALECT.prefix(self.name)
+
+
+def _defines(options: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
+    out: list[tuple[str, str | None]] = []
+    it = iter(options)
+    for opt in it:
+        value: str | None
+        if opt in ("-D", "-U", "--define-macro", "--undefine-macro"):
+            value = next(it, "")
+            kind = "D" if opt in ("-D", "--define-macro") else "U"
+        elif opt.startswith("--define-macro="):
+            kind, value = "D", opt.split("=", 1)[1]
+        elif opt.startswith("--undefine-macro="):
+            kind, value = "U", opt.split("=", 1)[1]
+        elif opt.startswith("-D"):
+            kind, value = "D", opt[2:]
+        elif opt.startswith("-U"):
+            kind, value = "U", opt[2:]
+        else:
+            continue
+        if kind == "U":
+            out.append((value, None))
+        else:
+            name, eq, val = value.partition("=")
+            out.append((name, val if eq else "1"))
+    return tuple(out)
+
+
+def program_for(kernel: CudaKernel) -> CudaProgram:
+    """The :class:`CudaProgram` of a :class:`~cunumpy.kernels.CudaKernel` (its template
+    instantiation, compiler options and include directories included).
+
+    Raises
+    ------
+    NotImplementedError
+        The kernel's signature was not parsed (``check_signature=False`` with an unreadable
+        parameter list): the emulator must know the parameters to call the kernel.
+    """
+    prefix = DIALECT.prefix(kernel.name)
+    if kernel.signature is None:
+        raise NotImplementedError(
+            f"{prefix} the CUDA emulator (emu-cuda) needs the kernel's parameter list, which "
+            "the signature parser could not read; write the parameters without macros"
+        )
+    path = getattr(kernel, "_source_path", None)
+    folder = str(Path(path).resolve().parent) if path else None
+    label = Path(path).name if path else f"{kernel.name}.cu"
+    options = tuple(kernel.options)
+    include_dirs = tuple(kernel.include_dirs) + tuple(
+        o[2:] for o in options if o.startswith("-I") and len(o) > 2
+    )
+    return CudaProgram(
+        name=kernel.name,
+        call=kernel.name_expression or kernel.name,
+        source=kernel.source,
+        params=tuple(kernel.signature.params),
+        defines=_defines(options),
+        include_dirs=include_dirs,
+        folder=folder,
+        label=label,
+        header_digest=kernel.header_digest(),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Source generation
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A generated translation unit and what a launch needs to know about it."""
+
+    source: str
+    shared: tuple[SharedDecl, ...]
+    dynamic: tuple[SharedDecl, ...]
+    fibers: bool
+    texts: dict[str, str] = field(compare=False, hash=False)
+    """The user's files by ``#line`` name (for compile messages)."""
+
+
+def generate_source(
+    program: CudaProgram, *, checks: bool, checked_pointers: bool | None = None
+) -> Generated:
+    """The C++ translation unit of one kernel variant.
+
+    ``checked_pointers`` (default: ``checks``) declares the kernel's pointer parameters as
+    bounds-checked ``cn::ptr`` rather than raw pointers.
+    """
+    prefix = program.prefix
+    folder = Path(program.folder) if program.folder else None
+    text, texts = inline_includes(
+        program.source, program.label, folder, program.include_dirs, prefix
+    )
+    refused = unsupported_features(text)
+    if refused:
+        raise NotImplementedError(
+            f"{prefix} uses {', '.join(refused)}, which the CUDA emulator (emu-cuda) does not "
+            "support; run this kernel on a GPU (engine='cupy')"
+        )
+    rw: CudaRewritten = rewrite_cuda(
+        text, checks=checks, kernel_name=program.name, checked_pointers=checked_pointers
+    )
+    nslots = rw.nstatic + (1 if rw.dynamic else 0)
+    if nslots > 256:
+        raise EmulationError(
+            f"{prefix} declares {rw.nstatic} __shared__ variables; the emulator supports 255"
+        )
+    n = len(program.params)
+    lines = ['#include "cn_cuda.h"']
+    for name, value in program.defines:
+        lines.append(f"#undef {name}" if value is None else f"#define {name} {value}")
+    lines.append(f'#line 1 "{program.label}"')
+    lines.append(rw.text if rw.text.endswith("\n") else rw.text + "\n")
+    lines.append('#line 1 "cn-launch"')
+    lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {")
+    lines.append(f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {n + 1}) return -2;")
+    lines.append(
+        f"  ::cn::cuda::dynamic_shared_bytes = *static_cast<const int64_t*>(d->buffers[{n}].data);"
+    )
+    names = []
+    for i, p in enumerate(program.params):
+        if p.pointer:
+            lines.append(
+                f"  const ::cn::cuda::PtrArg a{i}{{d->buffers[{i}].data, d->buffers[{i}].extent, "
+                f"{i}}};"
+            )
+        else:
+            lines.append(
+                f"  const ::cn::cuda::ValArg a{i}{{d->buffers[{i}].data, d->buffers[{i}].extent, "
+                f'"{p.name}"}};'
+            )
+        names.append(f"a{i}")
+    lines += [
+        "  auto cn_fn = [&](const cn::ThreadInfo& t) {",
+        "    ::cn::g.cur = &t;",
+        f"    {program.call}({', '.join(names)});",
+        "  };",
+        f"  int rc = cn::run_grid<{'true' if rw.sync else 'false'}, "
+        f"{'true' if checks else 'false'}>(d, {nslots}, cn_fn);",
+        "  std::fflush(stdout);",
+        "  return rc;",
+        "}",
+        "",
+    ]
+    return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync, texts)
+
+
+_DIAG = re.compile(
+    r"^(?P<file>[^:\n]+):(?P<line>\d+)(?::(?P<col>\d+))?:\s*"
+    r"(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$"
+)
+
+
+def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:
+    lines = [f"{program.prefix} does not compile for the CPU emulator (emu-cuda):"]
+    shown = 0
+    for raw in log.splitlines():
+        m = _DIAG.match(raw)
+        if not m or m.group("sev") == "warning":
+            continue
+        file = m.group("file")
+        if file not in gen.texts or (m.group("sev") == "note" and shown == 0):
+            continue
+        lines.append(raw)
+        src = gen.texts[file].splitlines()
+        k = int(m.group("line"))
+        if 1 <= k <= len(src):
+            lines.append(f"  {k:4d} | {src[k - 1]}")
+        shown += 1
+        if shown >= 12:
+            lines.append("  ... (more in the .log attribute)")
+            break
+    if shown == 0:
+        errors = [ln for ln in log.splitlines() if "error" in ln]
+        lines.extend((errors or log.splitlines())[:20])
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiled variants
+# ---------------------------------------------------------------------------------------------
+
+_VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
+
+
+def _build_variant(program: CudaProgram, gen: Generated, checks: bool) -> _build.Library:
+    try:
+        return _build.build_library(
+            gen.source,
+            engine=DIALECT.engine,
+            header="cn_cuda.h",
+            checks=checks,
+            prefix=program.prefix,
+            user_text={},
+        )
+    except EmuCudaCompileError:
+        raise
+    except KernelCompileError as exc:
+        raise EmuCudaCompileError(
+            _compile_message(program, gen, exc.log),
+            log=exc.log, source=exc.source, command=exc.command,
+        ) from exc
+
+
+def _variant(program: CudaProgram, checks: bool) -> tuple[Generated, _build.Library]:
+    memo = (program, checks, config.cache_dir_override())
+    hit = _VARIANTS.get(memo)
+    if hit is not None:
+        return hit
+    gen = generate_source(program, checks=checks)
+    try:
+        lib = _build_variant(program, gen, checks)
+    except EmuCudaCompileError as exc:
+        if not (checks and "cn::ptr" in exc.log):
+            raise
+        # Checked pointers are class objects: a __device__ template taking `T*` cannot deduce T
+        # from them. Fall back to raw pointer parameters for this kernel.
+        gen = generate_source(program, checks=checks, checked_pointers=False)
+        lib = _build_variant(program, gen, checks)
+        first = next((ln for ln in exc.log.splitlines() if "error" in ln), "")
+        warnings.warn(
+            f"{program.prefix} bounds checks of pointer arguments are off: with checked "
+            f"pointers the kernel does not compile ({first.strip()}). Shared arrays, barriers "
+            "and warp lanes are still checked",
+            EmulatorWarning,
+            stacklevel=4,
+        )
+    _VARIANTS[memo] = (gen, lib)
+    return gen, lib
+
+
+def forget_variants() -> None:
+    """Forget compiled variants held by this process (tests use it to force disk lookups)."""
+    _VARIANTS.clear()
+    _build.forget_loaded()
+
+
+# ---------------------------------------------------------------------------------------------
+# Launching
+# ---------------------------------------------------------------------------------------------
+
+
+def _label(name: str, arr: np.ndarray) -> str:
+    shape = ",".join(str(n) for n in arr.shape)
+    return f"argument '{name}' ({arr.dtype.name}[{shape}])"
+
+
+def _value_bytes(program: CudaProgram, p: CudaParam, value: Any) -> np.ndarray:
+    if p.dtype is not None:
+        if isinstance(value, np.ndarray) and value.ndim:
+            raise TypeError(
+                f"{program.prefix} argument '{p.name}' is an array, but parameter '{p.text}' is "
+                "a scalar"
+            )
+        return np.asarray(value, dtype=p.dtype).reshape(())
+    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if arr.dtype == object:
+        raise TypeError(
+            f"{program.prefix} argument '{p.name}' ({type(value).__name__}) for parameter "
+            f"'{p.text}': pass a NumPy scalar or structured value with the bytes of the C type"
+        )
+    return np.ascontiguousarray(arr)
+
+
+def _buffers(
+    program: CudaProgram, args: Sequence[Any], shared_mem: int
+) -> list[_launch.BufferArg]:
+    prefix = program.prefix
+    if len(args) != len(program.params):
+        names = ", ".join(p.name for p in program.params)
+        raise TypeError(f"{prefix} takes {len(program.params)} arguments ({names}); got {len(args)}")
+    out: list[_launch.BufferArg] = []
+    for p, value in zip(program.params, args, strict=True):
+        if p.pointer:
+            if not isinstance(value, np.ndarray):
+                if hasattr(value, "__cuda_array_interface__"):
+                    raise TypeError(
+                        f"{prefix} argument '{p.name}' is a device array, but the emu-cuda "
+                        f"engine runs on the CPU and takes NumPy arrays; copy it once with "
+                        f"cunumpy.to_numpy({p.name})"
+                    )
+                if not hasattr(value, "__array_interface__"):
+                    raise TypeError(
+                        f"{prefix} argument '{p.name}': parameter '{p.text}' needs a NumPy "
+                        f"array, got {type(value).__name__}"
+                    )
+                value = np.asarray(value)
+            if not value.flags.c_contiguous:
+                raise ValueError(
+                    f"{prefix} {_label(p.name, value)} is not C-contiguous, but parameter "
+                    f"'{p.text}' is a flat pointer; pass a contiguous array"
+                )
+            if not p.const and not value.flags.writeable:
+                raise ValueError(
+                    f"{prefix} {_label(p.name, value)} is read-only, but parameter '{p.text}' "
+                    "is not const"
+                )
+            out.append(_launch.BufferArg(
+                _label(p.name, value), value.ctypes.data, value.nbytes, value
+            ))
+        else:
+            arr = _value_bytes(program, p, value)
+            out.append(_launch.BufferArg(
+                f"argument '{p.name}'", arr.ctypes.data, arr.nbytes, arr
+            ))
+    meta = np.array([shared_mem], dtype=np.int64)
+    out.append(_launch.BufferArg("launch", meta.ctypes.data, 8, meta))
+    return out
+
+
+def _dynamic_decls(gen: Generated, shared_mem: int) -> tuple[SharedDecl, ...]:
+    decls = []
+    for d in gen.dynamic:
+        dtype = C_TYPES.get(" ".join(d.ctype.replace("const", "").replace("volatile", "").split()))
+        dims = (str(shared_mem // dtype.itemsize),) if dtype is not None else (
+            f"{shared_mem} bytes",
+        )
+        decls.append(replace(d, dims=dims))
+    return tuple(decls)
+
+
+def _threads(prefix: str, grid: Sequence[int], block: Sequence[int]) -> tuple[tuple, tuple]:
+    g = tuple(int(v) for v in grid)
+    b = tuple(int(v) for v in block)
+    if len(g) != 3 or len(b) != 3:
+        raise ValueError(f"{prefix} grid and block need 3 values each, got {g} and {b}")
+    if any(v < 1 for v in b) or any(v < 0 for v in g):
+        raise ValueError(f"{prefix} grid {g} and block {b} must be positive")
+    if b[0] * b[1] * b[2] > DEFAULT_LIMITS.max_threads_per_block:
+        raise ValueError(
+            f"{prefix} block {b} has {b[0] * b[1] * b[2]} threads; CUDA allows at most "
+            f"{DEFAULT_LIMITS.max_threads_per_block}"
+        )
+    threads = tuple(gi * bi for gi, bi in zip(g, b, strict=True))
+    if any(t >= 2**32 for t in threads):
+        raise NotImplementedError(
+            f"{prefix} grid {g} x block {b} has {threads} threads per dimension; the CUDA "
+            "emulator (emu-cuda) handles fewer than 2**32 threads per dimension"
+        )
+    return threads, b
+
+
+def run_cuda(
+    program: CudaProgram,
+    args: Sequence[Any],
+    grid: Sequence[int],
+    block: Sequence[int],
+    shared_mem: int = 0,
+    *,
+    options: EmulatorOptions | None = None,
+) -> None:
+    """Run one CUDA kernel launch on the CPU, writing the array arguments in place.
+
+    Parameters
+    ----------
+    program : CudaProgram
+        The kernel (:func:`program_for` makes it from a CudaKernel).
+    args : sequence
+        One entry per kernel parameter: C-contiguous NumPy arrays for pointers (writeable unless
+        the pointee is const), numbers for values.
+    grid, block : 3 ints
+        Blocks per grid and threads per block, as in CUDA.
+    shared_mem : int, default 0
+        Bytes of dynamic shared memory (``extern __shared__`` arrays).
+    options : EmulatorOptions, optional
+        Checks, random order, isolation; default from the environment.
+
+    Raises
+    ------
+    EmuCudaCompileError
+        The kernel does not compile (message with ``file.cu:LINE`` and the failing lines).
+    OutOfBoundsError, BarrierDivergenceError, InactiveLaneError, EmulationError
+        A check failed, or a device ``assert``.
+    NotImplementedError
+        The kernel uses a feature the emulator does not support.
+    KernelCrashError
+        Isolated mode only: the kernel crashed its process.
+    """
+    opts = resolve_options(options)
+    threads, b = _threads(program.prefix, grid, block)
+    if 0 in threads:
+        return
+    if opts.isolated:
+        from cunumpy.emulation._isolated import run_isolated
+
+        outputs = [
+            a for a, p in zip(args, program.params, strict=False)
+            if p.pointer and not p.const and isinstance(a, np.ndarray)
+        ]
+        run_isolated(
+            "cunumpy.emulation.cuda:_run_child",
+            (program, list(args), outputs, tuple(grid), tuple(block), int(shared_mem)),
+            {"options": replace(opts, isolated=False)},
+            outputs,
+            program.prefix,
+        )
+        return
+    gen, lib = _variant(program, opts.checks)
+    buffers = _buffers(program, args, int(shared_mem))
+    _launch.launch(
+        lib, DIALECT, program.name, buffers, threads, b,
+        random_order=opts.random_order, seed=opts.seed,
+        shared=gen.shared + _dynamic_decls(gen, int(shared_mem)),
+    )
+
+
+def _run_child(program, args, outputs, grid, block, shared_mem, options=None) -> None:
+    """Isolated mode: the child's side (``outputs`` are the same objects as in ``args``)."""
+    run_cuda(program, args, grid, block, shared_mem, options=options)
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine
+# ---------------------------------------------------------------------------------------------
+
+
+class EmuCudaEngine(CudaEngine):
+    """Runs :class:`~cunumpy.kernels.CudaKernel` launches on the CPU (``emu-cuda``).
+
+    Takes NumPy arrays for pointer parameters (C-contiguous, exactly the dtype; never copied).
+    Options (checks, random order, isolation) come from the environment at each launch:
+    ``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``, ``CUNUMPY_EMULATOR_ISOLATED``;
+    :func:`emulate_cuda_kernel` takes them explicitly.
+    """
+
+    name = "emu-cuda"
+    array_space = "host"
+
+    def __init__(self) -> None:
+        self._programs: weakref.WeakKeyDictionary[Any, CudaProgram] = weakref.WeakKeyDictionary()
+
+    def array_types(self) -> tuple[type, ...]:
+        return (np.ndarray,)
+
+    def adopt_array(self, array: Any) -> Any:
+        return array if isinstance(array, np.ndarray) else np.asarray(array)
+
+    def limits(self) -> CudaLimits:
+        return DEFAULT_LIMITS
+
+    def program(self, kernel: CudaKernel) -> CudaProgram:
+        """The kernel's :class:`CudaProgram` (made once per kernel object and recompile)."""
+        prog = self._programs.get(kernel)
+        if prog is None or prog.source != kernel.source:
+            prog = program_for(kernel)
+            self._programs[kernel] = prog
+        return prog
+
+    def prepare(self, kernel: CudaKernel):
+        prog = program_for(kernel)
+        self._programs[kernel] = prog
+
+        def go(grid: tuple, block: tuple, args: tuple, shared_mem: int, stream: Any) -> None:
+            run_cuda(prog, args, grid, block, shared_mem)
+
+        return go
+
+    def launch(self, kernel, args, grid, block, shared_mem, stream) -> None:
+        run_cuda(self.program(kernel), args, grid, block, shared_mem)
+
+
+def emulate_cuda_kernel(
+    kernel: CudaKernel,
+    *args: Any,
+    n_threads: Any = None,
+    grid: Any = None,
+    block: Any = None,
+    shared_mem: int = 0,
+    options: EmulatorOptions | None = None,
+) -> None:
+    """Run one launch of ``kernel`` on the CPU emulator, whatever engine the kernel is set to.
+
+    The arguments and the geometry are checked exactly as a call ``kernel(*args, ...)`` on the
+    ``emulator`` engine checks them (NumPy arrays of exactly the parameter's dtype, C-contiguous;
+    numbers range-checked), then the kernel runs with ``options``.
+
+    Parameters
+    ----------
+    kernel : CudaKernel
+        The kernel.
+    *args
+        One argument per kernel parameter.
+    n_threads, grid, block, shared_mem
+        As for a :class:`~cunumpy.kernels.CudaKernel` call.
+    options : EmulatorOptions, optional
+        Checks, random block order, seed, isolation. Default: from the environment.
+
+    Raises
+    ------
+    OutOfBoundsError, BarrierDivergenceError, InactiveLaneError, EmulationError
+        A check failed (see :mod:`cunumpy.emulation.cuda` for what is checked).
+    NotImplementedError
+        The kernel uses a feature the emulator does not support.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cunumpy.kernels import CudaKernel
+    >>> from cunumpy.emulation import EmulatorOptions, emulate_cuda_kernel
+    >>> k = CudaKernel('''
+    ... extern "C" __global__ void twice(int n, float* y) {
+    ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ...     if (i < n) y[i] *= 2.0f;
+    ... }''')
+    >>> y = np.arange(4, dtype=np.float32)
+    >>> emulate_cuda_kernel(k, 4, y, options=EmulatorOptions(random_order=True))
+    >>> y
+    array([0., 2., 4., 6.], dtype=float32)
+    """
+    from cunumpy.kernels.cuda import CudaKernel
+
+    if not isinstance(kernel, CudaKernel):
+        raise TypeError(
+            f"emulate_cuda_kernel takes a CudaKernel, not {type(kernel).__name__}; build one "
+            "with cunumpy.kernels.CudaKernel(source, name)"
+        )
+    engine = _engine()
+    checked = kernel.check_args(*args, engine=engine)
+    cfg = kernel.launch_config(
+        *checked, n_threads=n_threads, grid=grid, block=block, shared_mem=shared_mem,
+        engine=engine,
+    )
+    if cfg is None:
+        return
+    run_cuda(engine.program(kernel), checked, cfg.grid, cfg.block, cfg.shared_mem,
+             options=options)
+
+
+def _engine() -> EmuCudaEngine:
+    from cunumpy.kernels._cuda_engines import get_cuda_engine
+
+    eng = get_cuda_engine("emulator")
+    assert isinstance(eng, EmuCudaEngine)
+    return eng
+
+
+register_cuda_engine("emulator", EmuCudaEngine, replace=True)

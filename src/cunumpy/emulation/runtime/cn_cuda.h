@@ -1,0 +1,759 @@
+// cunumpy CPU emulation: the CUDA C++ dialect on top of cn_core.h.
+//
+// What a CUDA kernel expects from its compiler, spelled in plain C++:
+//   * qualifiers (__global__, __device__, __host__, __forceinline__, __launch_bounds__, ...) as
+//     empty macros; `__shared__` declarations are rewritten by the Python side into references
+//     to the per-block arena (cunumpy/emulation/_cuda_rewrite.py);
+//   * the built-in variables threadIdx, blockIdx, blockDim, gridDim and warpSize, read from the
+//     thread the emulator runs now (cn::g.cur, kept current by the launcher and the scheduler);
+//   * CUDA vector types (float4, int2, dim3, ...) and their make_* functions;
+//   * __syncthreads (and its _count/_and/_or forms), memory fences;
+//   * warp functions in lockstep over the 32 lanes of a warp (__shfl*_sync, __ballot_sync,
+//     __any_sync, __all_sync, __activemask, __syncwarp, __match_*_sync, __reduce_*_sync), with
+//     checks: reading a lane that has exited, waits elsewhere, or is outside the mask is reported;
+//   * atomics (the emulator runs one thread at a time, so each is a plain read-modify-write);
+//   * CUDA math and intrinsics (sqrtf, __expf, rsqrtf, __popc, __float_as_int, ...), __half as
+//     the compiler's _Float16, printf and a device assert that reports instead of aborting.
+#ifndef CN_CUDA_H
+#define CN_CUDA_H
+
+#include "cn_core.h"
+
+#include <math.h>
+
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+
+// ---------------------------------------------------------------------------------------------
+// Qualifiers and compiler identification
+// ---------------------------------------------------------------------------------------------
+
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __maxnreg__(...)
+#define __align__(n) alignas(n)
+#define __builtin_align__(n) alignas(n)
+#define __grid_constant__
+#define __CUDACC__ 1
+#define __CUDACC_RTC__ 1
+#define __CUDA_ARCH__ 900
+#define CUNUMPY_EMULATION 1
+
+// ---------------------------------------------------------------------------------------------
+// Vector types
+// ---------------------------------------------------------------------------------------------
+
+#define CN_VEC1(N, T, A) \
+  struct alignas(A) N##1 { T x; }; \
+  inline N##1 make_##N##1(T x) { return N##1{x}; }
+#define CN_VEC2(N, T, A) \
+  struct alignas(A) N##2 { T x, y; }; \
+  inline N##2 make_##N##2(T x, T y) { return N##2{x, y}; }
+#define CN_VEC3(N, T) \
+  struct N##3 { T x, y, z; }; \
+  inline N##3 make_##N##3(T x, T y, T z) { return N##3{x, y, z}; }
+#define CN_VEC4(N, T, A) \
+  struct alignas(A) N##4 { T x, y, z, w; }; \
+  inline N##4 make_##N##4(T x, T y, T z, T w) { return N##4{x, y, z, w}; }
+#define CN_VECS(N, T, A1, A2, A4) CN_VEC1(N, T, A1) CN_VEC2(N, T, A2) CN_VEC3(N, T) CN_VEC4(N, T, A4)
+
+CN_VECS(char, signed char, 1, 2, 4)
+CN_VECS(uchar, unsigned char, 1, 2, 4)
+CN_VECS(short, short, 2, 4, 8)
+CN_VECS(ushort, unsigned short, 2, 4, 8)
+CN_VECS(int, int, 4, 8, 16)
+CN_VECS(uint, unsigned int, 4, 8, 16)
+CN_VECS(long, long, 8, 16, 16)
+CN_VECS(ulong, unsigned long, 8, 16, 16)
+CN_VECS(longlong, long long, 8, 16, 16)
+CN_VECS(ulonglong, unsigned long long, 8, 16, 16)
+CN_VECS(float, float, 4, 8, 16)
+CN_VECS(double, double, 8, 16, 16)
+
+#undef CN_VEC1
+#undef CN_VEC2
+#undef CN_VEC3
+#undef CN_VEC4
+#undef CN_VECS
+
+struct dim3 {
+  unsigned int x, y, z;
+  constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1)
+      : x(vx), y(vy), z(vz) {}
+  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Built-in variables
+// ---------------------------------------------------------------------------------------------
+
+namespace cn {
+namespace cuda {
+
+__attribute__((always_inline)) inline uint3 thread_idx() {
+  const ThreadInfo* t = g.cur;
+  return uint3{t->tid[0], t->tid[1], t->tid[2]};
+}
+__attribute__((always_inline)) inline uint3 block_idx() {
+  const ThreadInfo* t = g.cur;
+  return uint3{t->gid[0], t->gid[1], t->gid[2]};
+}
+__attribute__((always_inline)) inline dim3 block_dim() {
+  const ThreadInfo* t = g.cur;
+  return dim3(t->dsize[0], t->dsize[1], t->dsize[2]);
+}
+__attribute__((always_inline)) inline dim3 grid_dim() {
+  const ThreadInfo* t = g.cur;
+  return dim3(t->ngroups[0], t->ngroups[1], t->ngroups[2]);
+}
+
+}  // namespace cuda
+}  // namespace cn
+
+#define threadIdx (::cn::cuda::thread_idx())
+#define blockIdx (::cn::cuda::block_idx())
+#define blockDim (::cn::cuda::block_dim())
+#define gridDim (::cn::cuda::grid_dim())
+#define warpSize 32
+
+// ---------------------------------------------------------------------------------------------
+// Block barriers and fences
+// ---------------------------------------------------------------------------------------------
+
+#define CN_SITE int cn_line = __builtin_LINE(), const char* cn_file = __builtin_FILE()
+
+inline void __syncthreads(CN_SITE) { cn::barrier(cn_line, cn_file); }
+
+namespace cn {
+namespace cuda {
+
+// __syncthreads_count/and/or: three barriers around a per-block accumulator (blocks run one at a
+// time, so one accumulator per library is enough).
+inline int sync_reduce(int pred, int op, int line, const char* file) {
+  static int acc;
+  cn::barrier(line, file);
+  if (g.cur && g.cur->lin == 0) acc = (op == 1) ? 1 : 0;
+  cn::barrier(line, file);
+  if (op == 0) acc += pred ? 1 : 0;
+  else if (op == 1) acc = acc && pred;
+  else acc = acc || pred;
+  cn::barrier(line, file);
+  return acc;
+}
+
+}  // namespace cuda
+}  // namespace cn
+
+inline int __syncthreads_count(int pred, CN_SITE) {
+  return cn::cuda::sync_reduce(pred, 0, cn_line, cn_file);
+}
+inline int __syncthreads_and(int pred, CN_SITE) {
+  return cn::cuda::sync_reduce(pred, 1, cn_line, cn_file);
+}
+inline int __syncthreads_or(int pred, CN_SITE) {
+  return cn::cuda::sync_reduce(pred, 2, cn_line, cn_file);
+}
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+inline void __threadfence_system() {}
+
+// ---------------------------------------------------------------------------------------------
+// Warp functions. Every call is a lane exchange of cn_core.h: the lanes of a warp that reach the
+// same call resolve together once every lane of the warp has arrived there, exited, or waits
+// elsewhere. A lane that reads a lane outside that set, or outside its mask, is reported.
+// ---------------------------------------------------------------------------------------------
+
+namespace cn {
+namespace cuda {
+
+enum WarpOp {
+  W_SHFL, W_SHFL_UP, W_SHFL_DOWN, W_SHFL_XOR, W_BALLOT, W_ANY, W_ALL, W_ACTIVEMASK, W_SYNCWARP,
+  W_MATCH_ANY, W_MATCH_ALL, W_RED_ADD, W_RED_MIN, W_RED_MAX, W_RED_AND, W_RED_OR, W_RED_XOR,
+};
+
+constexpr const char* warp_name(int op) {
+  return op == W_SHFL ? "__shfl_sync" : op == W_SHFL_UP ? "__shfl_up_sync"
+       : op == W_SHFL_DOWN ? "__shfl_down_sync" : op == W_SHFL_XOR ? "__shfl_xor_sync"
+       : op == W_BALLOT ? "__ballot_sync" : op == W_ANY ? "__any_sync"
+       : op == W_ALL ? "__all_sync" : op == W_ACTIVEMASK ? "__activemask"
+       : op == W_SYNCWARP ? "__syncwarp" : op == W_MATCH_ANY ? "__match_any_sync"
+       : op == W_MATCH_ALL ? "__match_all_sync" : "__reduce_*_sync";
+}
+
+template <class T>
+struct WarpIn {
+  T v;
+  uint32_t mask;
+  int32_t arg;
+  int32_t width;
+};
+
+template <class T>
+struct WarpOut {
+  T v;
+  uint32_t bits;
+  int32_t flag;
+};
+
+__attribute__((noinline, cold, format(printf, 2, 3))) inline void warp_failure(
+    const Fiber* reader, const char* fmt, ...) {
+  const ThreadInfo* saved = g.cur;
+  g.cur = &reader->info;
+  if (Report* r = begin_failure(ERR_INTERNAL)) {
+    r->line = reader->line;
+    copy_file(r, reader->file);
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+    va_end(ap);
+  }
+  g.cur = saved;
+}
+
+// The lanes named in `mask` that take no part in this call but have not exited either: they wait
+// at another barrier or warp function, which CUDA leaves undefined.
+inline void check_mask_members(Fiber** L, uint32_t w, uint32_t mask, const Fiber* reader, int op) {
+  uint32_t base = reader->subgroup * w;
+  for (uint32_t j = 0; j < w && j < 32; ++j) {
+    if (!(mask >> j & 1u) || L[j]) continue;
+    if (base + j >= sched.n) continue;  // no such thread (partial warp)
+    const Fiber& f = sched.fibers[base + j];
+    if (f.state == F_DONE) continue;
+    warp_failure(reader,
+                 "%s with mask 0x%08x: lane %u is named in the mask but waits elsewhere (at %s:%d); "
+                 "every lane named in the mask must reach the same call",
+                 warp_name(op), mask, j, f.file ? f.file : "?", f.line);
+    return;
+  }
+}
+
+template <class T, int OP>
+void resolve(Fiber** L, uint32_t width) {
+  const uint32_t w = width < 32 ? width : 32;
+  uint32_t present = 0;
+  for (uint32_t i = 0; i < w; ++i) if (L[i]) present |= 1u << i;
+  bool checked_members = false;
+  for (uint32_t i = 0; i < w; ++i) {
+    if (!L[i]) continue;
+    const WarpIn<T>& in = lane_in<WarpIn<T>>(L[i]);
+    WarpOut<T> out{};
+    const uint32_t mask = in.mask;
+    if (g.checks && !checked_members) {
+      checked_members = true;
+      check_mask_members(L, w, mask, L[i], OP);
+    }
+    if (g.checks && !(mask >> i & 1u) && OP != W_ACTIVEMASK) {
+      warp_failure(L[i], "%s: lane %u calls it with mask 0x%08x, which leaves the lane itself out",
+                   warp_name(OP), i, mask);
+    }
+    if constexpr (OP <= W_SHFL_XOR) {
+      const int32_t sw = in.width;
+      if (sw < 1 || sw > 32 || (sw & (sw - 1)) != 0) {
+        warp_failure(L[i], "%s: width %d is not a power of two between 1 and 32", warp_name(OP), sw);
+        out.v = in.v;
+      } else {
+        const uint32_t uw = uint32_t(sw);
+        const uint32_t seg = i & ~(uw - 1);
+        uint32_t src = i;
+        if constexpr (OP == W_SHFL) {
+          src = seg + (uint32_t(in.arg) & (uw - 1));
+        } else if constexpr (OP == W_SHFL_UP) {
+          uint32_t d = uint32_t(in.arg);
+          src = (i - seg) >= d ? i - d : i;
+        } else if constexpr (OP == W_SHFL_DOWN) {
+          uint64_t d = uint32_t(in.arg);
+          src = uint64_t(i - seg) + d < uw ? uint32_t(i + d) : i;
+        } else {
+          src = i ^ (uint32_t(in.arg) & 31u);
+          if (src >= seg + uw) src = i;  // a later segment: own value
+        }
+        if (src == i) {
+          out.v = in.v;
+        } else if (src >= w || !L[src]) {
+          fail_inactive(L[i], int64_t(src));
+          out.v = T{};
+        } else if (g.checks && !(mask >> src & 1u)) {
+          warp_failure(L[i], "%s: lane %u reads lane %u, which its mask 0x%08x leaves out",
+                       warp_name(OP), i, src, mask);
+          out.v = lane_in<WarpIn<T>>(L[src]).v;
+        } else {
+          out.v = lane_in<WarpIn<T>>(L[src]).v;
+        }
+      }
+    } else if constexpr (OP == W_BALLOT || OP == W_ANY || OP == W_ALL) {
+      uint32_t bits = 0;
+      uint32_t named = mask & present;
+      for (uint32_t j = 0; j < w; ++j)
+        if ((named >> j & 1u) && lane_in<WarpIn<T>>(L[j]).v) bits |= 1u << j;
+      out.bits = bits;
+      out.flag = OP == W_BALLOT ? 0 : OP == W_ANY ? (bits != 0) : (bits == named);
+    } else if constexpr (OP == W_ACTIVEMASK || OP == W_SYNCWARP) {
+      out.bits = present;
+    } else if constexpr (OP == W_MATCH_ANY || OP == W_MATCH_ALL) {
+      uint32_t bits = 0;
+      uint32_t named = mask & present;
+      for (uint32_t j = 0; j < w; ++j)
+        if ((named >> j & 1u) &&
+            std::memcmp(&lane_in<WarpIn<T>>(L[j]).v, &in.v, sizeof(T)) == 0)
+          bits |= 1u << j;
+      if constexpr (OP == W_MATCH_ANY) {
+        out.bits = bits;
+      } else {
+        out.flag = bits == named;
+        out.bits = out.flag ? named : 0u;
+      }
+    } else {
+      bool have = false;
+      T acc{};
+      for (uint32_t j = 0; j < w; ++j) {
+        if (!(mask >> j & 1u) || !L[j]) continue;
+        T v = lane_in<WarpIn<T>>(L[j]).v;
+        if (!have) { acc = v; have = true; continue; }
+        if constexpr (OP == W_RED_ADD) acc = T(acc + v);
+        else if constexpr (OP == W_RED_MIN) acc = v < acc ? v : acc;
+        else if constexpr (OP == W_RED_MAX) acc = acc < v ? v : acc;
+        else if constexpr (OP == W_RED_AND) acc = T(acc & v);
+        else if constexpr (OP == W_RED_OR) acc = T(acc | v);
+        else acc = T(acc ^ v);
+      }
+      out.v = acc;
+    }
+    lane_out<WarpOut<T>>(L[i], out);
+  }
+}
+
+template <int OP, class T>
+inline WarpOut<T> warp(uint32_t mask, const T& v, int32_t arg, int32_t width, int line,
+                       const char* file) {
+  static_assert(sizeof(WarpIn<T>) <= kSlotBytes && sizeof(WarpOut<T>) <= kSlotBytes,
+                "warp function value too large for the emulator (at most 48 bytes)");
+  static_assert(std::is_trivially_copyable<T>::value, "warp function values must be trivially copyable");
+  WarpIn<T> in{v, mask, arg, width};
+  return lane_exchange<WarpOut<T>, WarpIn<T>>(in, 0, &resolve<T, OP>, line, file);
+}
+
+}  // namespace cuda
+}  // namespace cn
+
+template <class T>
+inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize, CN_SITE) {
+  return cn::cuda::warp<cn::cuda::W_SHFL>(mask, var, srcLane, width, cn_line, cn_file).v;
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize, CN_SITE) {
+  return cn::cuda::warp<cn::cuda::W_SHFL_UP>(mask, var, int32_t(delta > 64 ? 64 : delta), width,
+                                             cn_line, cn_file).v;
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
+                          CN_SITE) {
+  return cn::cuda::warp<cn::cuda::W_SHFL_DOWN>(mask, var, int32_t(delta > 64 ? 64 : delta),
+                                               width, cn_line, cn_file).v;
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize, CN_SITE) {
+  return cn::cuda::warp<cn::cuda::W_SHFL_XOR>(mask, var, laneMask, width, cn_line, cn_file).v;
+}
+inline unsigned __ballot_sync(unsigned mask, int pred, CN_SITE) {
+  return cn::cuda::warp<cn::cuda::W_BALLOT>(mask, int(pred != 0), 0, 32, cn_line, cn_file).bits;
+}
+inline int __any_sync(unsigned mask, int pred, CN_SITE) {
+  return cn::cuda::warp<cn::cuda::W_ANY>(mask, int(pred != 0), 0, 32, cn_line, cn_file).flag;
+}
+inline int __all_sync(unsigned mask, int pred, CN_SITE) {
+  return cn::cuda::warp<cn::cuda::W_ALL>(mask, int(pred != 0), 0, 32, cn_line, cn_file).flag;
+}
+inline unsigned __activemask(CN_SITE) {
+  return cn::cuda::warp<cn::cuda::W_ACTIVEMASK>(0xffffffffu, 0, 0, 32, cn_line, cn_file).bits;
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu, CN_SITE) {
+  (void)cn::cuda::warp<cn::cuda::W_SYNCWARP>(mask, 0, 0, 32, cn_line, cn_file);
+}
+template <class T>
+inline unsigned __match_any_sync(unsigned mask, T value, CN_SITE) {
+  return cn::cuda::warp<cn::cuda::W_MATCH_ANY>(mask, value, 0, 32, cn_line, cn_file).bits;
+}
+template <class T>
+inline unsigned __match_all_sync(unsigned mask, T value, int* pred, CN_SITE) {
+  auto r = cn::cuda::warp<cn::cuda::W_MATCH_ALL>(mask, value, 0, 32, cn_line, cn_file);
+  *pred = r.flag;
+  return r.bits;
+}
+#define CN_WARP_REDUCE(NAME, OP)                                                            \
+  inline unsigned NAME(unsigned mask, unsigned value, CN_SITE) {                            \
+    return cn::cuda::warp<cn::cuda::OP>(mask, value, 0, 32, cn_line, cn_file).v;            \
+  }                                                                                         \
+  inline int NAME(unsigned mask, int value, CN_SITE) {                                      \
+    return cn::cuda::warp<cn::cuda::OP>(mask, value, 0, 32, cn_line, cn_file).v;            \
+  }
+CN_WARP_REDUCE(__reduce_add_sync, W_RED_ADD)
+CN_WARP_REDUCE(__reduce_min_sync, W_RED_MIN)
+CN_WARP_REDUCE(__reduce_max_sync, W_RED_MAX)
+CN_WARP_REDUCE(__reduce_and_sync, W_RED_AND)
+CN_WARP_REDUCE(__reduce_or_sync, W_RED_OR)
+CN_WARP_REDUCE(__reduce_xor_sync, W_RED_XOR)
+#undef CN_WARP_REDUCE
+
+// ---------------------------------------------------------------------------------------------
+// Atomics: plain read-modify-writes (one thread runs at a time). Each takes a raw pointer (from
+// &a[i], bounds-checked by the subscript) or a checked pointer (a + i, checked here).
+// ---------------------------------------------------------------------------------------------
+
+namespace cn {
+namespace cuda {
+template <class T> struct same { using type = T; };
+template <class T> using arg_t = typename same<T>::type;
+}  // namespace cuda
+}  // namespace cn
+
+#define CN_ATOMIC(NAME, EXPR)                                                              \
+  template <class T>                                                                       \
+  inline T NAME(T* p, cn::cuda::arg_t<T> val) {                                            \
+    T old = *p;                                                                            \
+    *p = (EXPR);                                                                           \
+    return old;                                                                            \
+  }                                                                                        \
+  template <class T>                                                                       \
+  inline T NAME(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); }         \
+  template <class T>                                                                       \
+  inline T NAME##_block(T* p, cn::cuda::arg_t<T> val) { return NAME(p, val); }             \
+  template <class T>                                                                       \
+  inline T NAME##_block(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); } \
+  template <class T>                                                                       \
+  inline T NAME##_system(T* p, cn::cuda::arg_t<T> val) { return NAME(p, val); }            \
+  template <class T>                                                                       \
+  inline T NAME##_system(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); }
+
+CN_ATOMIC(atomicAdd, T(old + val))
+CN_ATOMIC(atomicSub, T(old - val))
+CN_ATOMIC(atomicExch, val)
+CN_ATOMIC(atomicMin, (val < old ? val : old))
+CN_ATOMIC(atomicMax, (old < val ? val : old))
+CN_ATOMIC(atomicAnd, T(old & val))
+CN_ATOMIC(atomicOr, T(old | val))
+CN_ATOMIC(atomicXor, T(old ^ val))
+CN_ATOMIC(atomicInc, (old >= val ? T(0) : T(old + 1)))
+CN_ATOMIC(atomicDec, ((old == 0 || old > val) ? val : T(old - 1)))
+#undef CN_ATOMIC
+
+template <class T>
+inline T atomicCAS(T* p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+  T old = *p;
+  if (old == compare) *p = val;
+  return old;
+}
+template <class T>
+inline T atomicCAS(cn::ptr<T> p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+  return atomicCAS(&p[0], compare, val);
+}
+template <class T>
+inline T atomicCAS_block(T* p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+  return atomicCAS(p, compare, val);
+}
+template <class T>
+inline T atomicCAS_system(T* p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+  return atomicCAS(p, compare, val);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Math: CUDA's float and double functions come from <math.h> (glibc declares sqrtf, expf, ...,
+// and libstdc++ adds the float overloads of sqrt, exp, ...). Intrinsics map to the precise forms.
+// ---------------------------------------------------------------------------------------------
+
+template <class A, class B,
+          class = std::enable_if_t<std::is_arithmetic<A>::value && std::is_arithmetic<B>::value>>
+inline std::common_type_t<A, B> min(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  return C(b) < C(a) ? C(b) : C(a);
+}
+template <class A, class B,
+          class = std::enable_if_t<std::is_arithmetic<A>::value && std::is_arithmetic<B>::value>>
+inline std::common_type_t<A, B> max(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  return C(a) < C(b) ? C(b) : C(a);
+}
+inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+inline long long llmax(long long a, long long b) { return a < b ? b : a; }
+inline unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
+inline unsigned int umax(unsigned int a, unsigned int b) { return a < b ? b : a; }
+inline unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a < b ? b : a; }
+
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / ::sqrt(x); }
+inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
+inline double rcbrt(double x) { return 1.0 / ::cbrt(x); }
+inline float exp10f(float x) { return powf(10.0f, x); }
+inline double exp10(double x) { return ::pow(10.0, x); }
+inline float sinpif(float x) { return sinf(float(M_PI) * x); }
+inline float cospif(float x) { return cosf(float(M_PI) * x); }
+inline double sinpi(double x) { return ::sin(M_PI * x); }
+inline double cospi(double x) { return ::cos(M_PI * x); }
+inline void sincosf(float x, float* s, float* c) { *s = sinf(x); *c = cosf(x); }
+inline void sincos(double x, double* s, double* c) { *s = ::sin(x); *c = ::cos(x); }
+inline void sincospif(float x, float* s, float* c) { *s = sinpif(x); *c = cospif(x); }
+inline void sincospi(double x, double* s, double* c) { *s = sinpi(x); *c = cospi(x); }
+inline float norm3df(float a, float b, float c) { return sqrtf(a * a + b * b + c * c); }
+inline double norm3d(double a, double b, double c) { return ::sqrt(a * a + b * b + c * c); }
+inline float rnorm3df(float a, float b, float c) { return 1.0f / norm3df(a, b, c); }
+inline double rnorm3d(double a, double b, double c) { return 1.0 / norm3d(a, b, c); }
+inline float rhypotf(float a, float b) { return 1.0f / hypotf(a, b); }
+inline float saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+inline float __saturatef(float x) { return saturatef(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float fdividef(float a, float b) { return a / b; }
+inline float __expf(float x) { return expf(x); }
+inline float __exp10f(float x) { return exp10f(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __log2f(float x) { return log2f(x); }
+inline float __log10f(float x) { return log10f(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline void __sincosf(float x, float* s, float* c) { sincosf(x, s, c); }
+inline float __powf(float a, float b) { return powf(a, b); }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline double __drcp_rn(double x) { return 1.0 / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline double __dsqrt_rn(double x) { return ::sqrt(x); }
+inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
+#define CN_ROUNDED(OP, E)                                                        \
+  inline float __f##OP##_rn(float a, float b) { return E; }                     \
+  inline float __f##OP##_rz(float a, float b) { return E; }                     \
+  inline float __f##OP##_ru(float a, float b) { return E; }                     \
+  inline float __f##OP##_rd(float a, float b) { return E; }                     \
+  inline double __d##OP##_rn(double a, double b) { return E; }                  \
+  inline double __d##OP##_rz(double a, double b) { return E; }                  \
+  inline double __d##OP##_ru(double a, double b) { return E; }                  \
+  inline double __d##OP##_rd(double a, double b) { return E; }
+CN_ROUNDED(add, a + b)
+CN_ROUNDED(sub, a - b)
+CN_ROUNDED(mul, a * b)
+CN_ROUNDED(div, a / b)
+#undef CN_ROUNDED
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline double __fma_rn(double a, double b, double c) { return ::fma(a, b, c); }
+
+// Reinterpretation and conversion intrinsics.
+inline float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
+inline int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
+inline float __uint_as_float(unsigned int x) { return __builtin_bit_cast(float, x); }
+inline unsigned int __float_as_uint(float x) { return __builtin_bit_cast(unsigned int, x); }
+inline double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
+inline long long __double_as_longlong(double x) { return __builtin_bit_cast(long long, x); }
+inline int __double2hiint(double x) { return int(__builtin_bit_cast(unsigned long long, x) >> 32); }
+inline int __double2loint(double x) { return int(__builtin_bit_cast(unsigned long long, x)); }
+inline double __hiloint2double(int hi, int lo) {
+  return __builtin_bit_cast(double, (static_cast<unsigned long long>(unsigned(hi)) << 32) | unsigned(lo));
+}
+inline int __float2int_rn(float x) { return int(nearbyintf(x)); }
+inline int __float2int_rz(float x) { return int(x); }
+inline int __float2int_rd(float x) { return int(floorf(x)); }
+inline int __float2int_ru(float x) { return int(ceilf(x)); }
+inline unsigned int __float2uint_rn(float x) { return (unsigned int)(nearbyintf(x)); }
+inline unsigned int __float2uint_rz(float x) { return (unsigned int)(x); }
+inline long long __float2ll_rn(float x) { return (long long)(nearbyintf(x)); }
+inline long long __float2ll_rz(float x) { return (long long)(x); }
+inline int __double2int_rn(double x) { return int(::nearbyint(x)); }
+inline int __double2int_rz(double x) { return int(x); }
+inline long long __double2ll_rn(double x) { return (long long)(::nearbyint(x)); }
+inline float __double2float_rn(double x) { return float(x); }
+inline float __int2float_rn(int x) { return float(x); }
+inline float __uint2float_rn(unsigned int x) { return float(x); }
+inline double __int2double_rn(int x) { return double(x); }
+inline float __ll2float_rn(long long x) { return float(x); }
+inline double __ll2double_rn(long long x) { return double(x); }
+
+// Integer intrinsics.
+inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(unsigned(x)); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned int __brev(unsigned int x) {
+  x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+  x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+  x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
+  return __builtin_bswap32(x);
+}
+inline unsigned long long __brevll(unsigned long long x) {
+  return (static_cast<unsigned long long>(__brev(unsigned(x))) << 32) | __brev(unsigned(x >> 32));
+}
+inline int __mul24(int a, int b) { return int((long long)((a << 8) >> 8) * ((b << 8) >> 8)); }
+inline unsigned int __umul24(unsigned a, unsigned b) { return (a & 0xFFFFFFu) * (b & 0xFFFFFFu); }
+inline int __mulhi(int a, int b) { return int(((long long)a * b) >> 32); }
+inline unsigned int __umulhi(unsigned a, unsigned b) {
+  return unsigned(((unsigned long long)a * b) >> 32);
+}
+inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+inline unsigned int __sad(int a, int b, unsigned int c) { return c + unsigned(a > b ? a - b : b - a); }
+inline unsigned int __usad(unsigned a, unsigned b, unsigned c) { return c + (a > b ? a - b : b - a); }
+inline int __hadd(int a, int b) { return int(((long long)a + b) >> 1); }
+inline int __rhadd(int a, int b) { return int(((long long)a + b + 1) >> 1); }
+inline unsigned int __uhadd(unsigned a, unsigned b) { return unsigned(((unsigned long long)a + b) >> 1); }
+inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+  unsigned long long v = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned int r = 0;
+  for (int k = 0; k < 4; ++k) r |= unsigned((v >> (8 * ((s >> (4 * k)) & 7u))) & 0xFFu) << (8 * k);
+  return r;
+}
+inline unsigned int __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
+  unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return unsigned((v << (s & 31u)) >> 32);
+}
+inline unsigned int __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
+  unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return unsigned(v >> (s & 31u));
+}
+
+// Cached loads: plain loads on the CPU.
+template <class T> inline T __ldg(const T* p) { return *p; }
+template <class T> inline T __ldg(cn::ptr<const T> p) { return p[0]; }
+template <class T> inline T __ldg(cn::ptr<T> p) { return p[0]; }
+template <class T> inline T __ldcg(const T* p) { return *p; }
+template <class T> inline T __ldca(const T* p) { return *p; }
+template <class T> inline T __ldcs(const T* p) { return *p; }
+template <class T> inline T __ldlu(const T* p) { return *p; }
+
+// Clocks: a counter that only moves forward.
+inline long long clock64() {
+  static long long c = 0;
+  return c += 1;
+}
+inline int clock() { return int(clock64()); }
+
+// ---------------------------------------------------------------------------------------------
+// __half: the compiler's IEEE binary16 (_Float16), with CUDA's conversion and arithmetic names.
+// ---------------------------------------------------------------------------------------------
+
+#ifdef __FLT16_MAX__
+typedef _Float16 __half;
+typedef _Float16 half;
+struct alignas(4) __half2 { __half x, y; };
+inline __half __float2half(float f) { return __half(f); }
+inline __half __float2half_rn(float f) { return __half(f); }
+inline float __half2float(__half h) { return float(h); }
+inline __half __double2half(double d) { return __half(d); }
+inline __half2 __floats2half2_rn(float a, float b) { return __half2{__half(a), __half(b)}; }
+inline __half2 __float2half2_rn(float a) { return __half2{__half(a), __half(a)}; }
+inline float __low2float(__half2 h) { return float(h.x); }
+inline float __high2float(__half2 h) { return float(h.y); }
+inline __half __hadd(__half a, __half b) { return __half(a + b); }
+inline __half __hsub(__half a, __half b) { return __half(a - b); }
+inline __half __hmul(__half a, __half b) { return __half(a * b); }
+inline __half __hdiv(__half a, __half b) { return __half(a / b); }
+inline __half __hneg(__half a) { return __half(-a); }
+inline __half __hfma(__half a, __half b, __half c) { return __half(float(a) * float(b) + float(c)); }
+inline __half hsqrt(__half a) { return __half(sqrtf(float(a))); }
+inline __half hexp(__half a) { return __half(expf(float(a))); }
+inline __half hlog(__half a) { return __half(logf(float(a))); }
+inline bool __hlt(__half a, __half b) { return a < b; }
+inline bool __hgt(__half a, __half b) { return a > b; }
+inline bool __heq(__half a, __half b) { return a == b; }
+inline bool __hisnan(__half a) { return a != a; }
+inline __half __hmin(__half a, __half b) { return b < a ? b : a; }
+inline __half __hmax(__half a, __half b) { return a < b ? b : a; }
+inline __half2 __hadd2(__half2 a, __half2 b) { return __half2{__half(a.x + b.x), __half(a.y + b.y)}; }
+inline __half2 __hmul2(__half2 a, __half2 b) { return __half2{__half(a.x * b.x), __half(a.y * b.y)}; }
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// printf (the C library's, flushed after every launch) and a device assert that reports the
+// failing thread and stops the launch instead of aborting the process.
+// ---------------------------------------------------------------------------------------------
+
+namespace cn {
+namespace cuda {
+__attribute__((noinline, cold)) inline void assert_failed(const char* expr, int line, const char* file) {
+  fail_fatal(ERR_INTERNAL, line, file, "assertion `%s` failed", expr);
+}
+}  // namespace cuda
+}  // namespace cn
+
+#include <assert.h>
+#undef assert
+#define assert(e) \
+  ((e) ? (void)0 : ::cn::cuda::assert_failed(#e, __builtin_LINE(), __builtin_FILE()))
+
+// ---------------------------------------------------------------------------------------------
+// Launch support: arguments as the generated launcher passes them, and dynamic shared memory.
+// ---------------------------------------------------------------------------------------------
+
+namespace cn {
+namespace cuda {
+
+inline int64_t dynamic_shared_bytes = 0;
+
+// `extern __shared__ T name[];` -- every such declaration aliases one region of shared_mem bytes
+// (arena slot SLOT); indexing is checked against shared_mem / sizeof(T) elements and reported
+// under ID (the declaration's label).
+template <class T, int SLOT, int ID, bool Checks>
+inline auto dynamic_shared() {
+  void* s = g.arena.slots[SLOT];
+  if (!s) s = arena_alloc(SLOT, dynamic_shared_bytes > 0 ? size_t(dynamic_shared_bytes) : 16, 16);
+  T* p = static_cast<T*>(s);
+  if constexpr (Checks) {
+    return ptr<T>(p, p, int64_t(dynamic_shared_bytes / int64_t(sizeof(T))), -1 - ID);
+  } else {
+    return p;
+  }
+}
+
+// A pointer argument: converts to the kernel's declared parameter type (raw or checked).
+struct PtrArg {
+  void* data;
+  int64_t bytes;
+  int32_t id;
+  template <class T>
+  operator T*() const { return static_cast<T*>(data); }
+  template <class T>
+  operator ptr<T>() const {
+    T* p = static_cast<T*>(data);
+    return ptr<T>(p, p, bytes / int64_t(sizeof(T)), id);
+  }
+};
+
+// A value argument: its bytes, copied into the kernel's declared parameter type.
+struct ValArg {
+  const void* data;
+  int64_t bytes;
+  const char* name;
+  template <class T>
+  operator T() const {
+    static_assert(std::is_trivially_copyable<T>::value, "kernel parameters must be trivially copyable");
+    if (__builtin_expect(int64_t(sizeof(T)) != bytes, 0)) {
+      fail_fatal(ERR_INTERNAL, 0, nullptr,
+                 "argument '%s' holds %lld bytes but its parameter's C type has %zu; pass a "
+                 "value of exactly that size (a NumPy scalar or a structured/void scalar)",
+                 name, (long long)bytes, sizeof(T));
+      return T{};
+    }
+    T v;
+    std::memcpy(&v, data, sizeof(T));
+    return v;
+  }
+};
+
+}  // namespace cuda
+}  // namespace cn
+
+#undef CN_SITE
+
+#endif  // CN_CUDA_H
