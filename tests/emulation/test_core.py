@@ -8,6 +8,7 @@ import pytest
 
 from cunumpy.emulation import metal
 from cunumpy.emulation._options import EmulatorOptions
+from cunumpy.emulation.errors import OutOfBoundsError
 from cunumpy.emulation.metal import run_metal
 
 CHECKED = EmulatorOptions(checks=True)
@@ -336,7 +337,8 @@ def test_header_function_template_falls_back_to_raw_pointers(metal_sig):
     header = "template <typename T> T pair(const device T* p, uint i) { return p[i] + p[i + 1]; }\n"
     x = np.arange(9, dtype=np.float32)
     y = np.empty(8, dtype=np.float32)
-    sig = metal_sig("tmplhdr", "uint i = thread_position_in_grid.x; y[i] = pair(x, i);",
+    # a raw pointer (&x[0]) cannot deduce T of a checked parameter: the kernel falls back
+    sig = metal_sig("tmplhdr", "uint i = thread_position_in_grid.x; y[i] = pair(&x[0], i);",
                     [("x", x)], [("y", y)], header=header)
     with pytest.warns(EmulatorWarning, match="bounds checks of buffer arguments are off"):
         run_metal(sig, [x], [y], (8, 1, 1), (8, 1, 1))
@@ -384,3 +386,22 @@ def test_threads_of_a_library_launch_one_at_a_time(metal_sig):
         th.join()
     for o in outs:
         np.testing.assert_allclose(o, x.reshape(16, 256).sum(1))
+
+
+def test_buffers_passed_to_header_helpers_stay_checked(metal_sig):
+    header = """
+    template <typename T> T pair(const device T* p, uint i) { return p[i] + p[i + 1]; }
+    inline float first(const device float* p) { return p[0]; }
+    """
+    x = np.arange(8, dtype=np.float32)
+    y = np.empty(8, dtype=np.float32)
+    src = "uint i = thread_position_in_grid.x; y[i] = pair(x, i) + first(&x[i]);"
+    sig = metal_sig("helper_oob", src, [("x", x)], [("y", y)], header=header)
+    with pytest.raises(OutOfBoundsError, match=r"argument 'x' \(float32\[8\]\): index 8 out of "
+                       r"bounds \(size 8\) at thread \(7,0,0\)"):
+        run_metal(sig, [x], [y], (8, 1, 1), (8, 1, 1))
+    ok = metal_sig("helper_ok", src.replace("pair(x, i)", "pair(x, i % 7)"), [("x", x)],
+                   [("y", y)], header=header)
+    run_metal(ok, [x], [y], (8, 1, 1), (8, 1, 1))
+    i = np.arange(8)
+    np.testing.assert_array_equal(y, x[i % 7] + x[i % 7 + 1] + x)

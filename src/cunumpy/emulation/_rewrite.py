@@ -195,7 +195,50 @@ def _shared_type(ctype: str, dims: list[str], slot: int, checks: bool) -> str:
     return out
 
 
-def rewrite(text: str, *, checks: bool, first_slot: int = 0) -> Rewritten:
+def _checked_parameter(sig: list[Token], i: int) -> tuple[int, int, str] | None:
+    """If ``sig[i]`` (``device``/``constant``) starts a pointer parameter such as
+    ``const device T* name``, (first token, the ``*`` token, checked type text), else None."""
+    start = i
+    const = False
+    if i > 0 and sig[i - 1].text == "const":
+        start = i - 1
+        const = True
+    if start == 0 or sig[start - 1].text not in ("(", ","):
+        return None
+    depth = 0
+    j = i + 1
+    type_tokens: list[Token] = []
+    while j < len(sig):
+        t = sig[j]
+        if t.text == "<":
+            depth += 1
+        elif t.text == ">":
+            depth -= 1
+        elif t.text == "*" and depth == 0:
+            break
+        elif (t.kind not in ("ident", "number") and t.text not in ("::", ",")) or (
+            t.text == "," and depth == 0
+        ):
+            return None
+        type_tokens.append(t)
+        j += 1
+    else:
+        return None
+    if not type_tokens or j + 2 >= len(sig):
+        return None
+    name, after = sig[j + 1], sig[j + 2]
+    if name.kind != "ident" or name.text in ("const", "restrict") or after.text not in (",", ")", "="):
+        return None
+    if any(t.text == "const" for t in type_tokens):
+        const = True
+        type_tokens = [t for t in type_tokens if t.text != "const"]
+    ctype = _join(type_tokens)
+    return start, j, f"cn::ptr<{'const ' if const else ''}{ctype}>"
+
+
+def rewrite(
+    text: str, *, checks: bool, first_slot: int = 0, checked_params: bool = False
+) -> Rewritten:
     """Rewrite one piece of kernel source (a header or a body) for the C++ emulator.
 
     Parameters
@@ -207,6 +250,9 @@ def rewrite(text: str, *, checks: bool, first_slot: int = 0) -> Rewritten:
     first_slot
         Arena slot of the first ``threadgroup`` variable (slots are numbered across the header
         and the body of one kernel).
+    checked_params
+        Declare ``device``/``constant`` pointer parameters of functions as bounds-checked
+        ``cn::ptr`` (for header helpers, so buffers passed to them stay checked).
     """
     tokens = tokenize(text)
     sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
@@ -226,6 +272,15 @@ def rewrite(text: str, *, checks: bool, first_slot: int = 0) -> Rewritten:
                 edits.append((t.start, t.start + len(t.text), lit))
         elif t.kind == "ident" and t.text in SYNC_FUNCTIONS:
             sync = True
+        elif checked_params and t.kind == "ident" and t.text in ("device", "constant"):
+            found_param = _checked_parameter(sig, i)
+            if found_param:
+                first, star, ctype = found_param
+                stop = sig[star].start + 1
+                newlines = text.count("\n", sig[first].start, stop)
+                edits.append((sig[first].start, stop, ctype + "\n" * newlines))
+                i = star + 1
+                continue
         elif t.kind == "ident" and t.text == "threadgroup":
             found = _declaration(sig, i)
             decls = None

@@ -118,7 +118,7 @@ def generate_source(
     """
     if checked_buffers is None:
         checked_buffers = checks
-    header = rewrite(signature.header or "", checks=checks)
+    header = rewrite(signature.header or "", checks=checks, checked_params=checked_buffers)
     body = rewrite(signature.source, checks=checks, first_slot=len(header.shared))
     shared = header.shared + body.shared
     if len(shared) > 256:

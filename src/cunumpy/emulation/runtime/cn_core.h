@@ -190,6 +190,8 @@ __attribute__((noinline, cold)) T& scratch() {
 // result of such a conversion is unchecked).
 // ---------------------------------------------------------------------------------------------
 
+constexpr int64_t kUnknownExtent = INT64_MAX;  // a ptr made from a raw pointer: unchecked
+
 template <class T>
 struct ptr {
   T* p = nullptr;
@@ -199,16 +201,23 @@ struct ptr {
 
   ptr() = default;
   ptr(T* p_, T* base_, int64_t extent_, int32_t id_) : p(p_), base(base_), extent(extent_), id(id_) {}
+  // From a raw pointer (a helper function declared with a checked parameter, called with &x[i]
+  // or a cast): nothing is known of its extent, so it is not checked.
+  ptr(T* raw) : p(raw), base(raw), extent(kUnknownExtent), id(-1) {}
   template <class U, class = std::enable_if_t<std::is_convertible<U*, T*>::value>>
   ptr(const ptr<U>& o) : p(o.p), base(o.base), extent(o.extent), id(o.id) {}
 
   __attribute__((always_inline)) T& operator[](int64_t i) const {
     int64_t k = (p - base) + i;
     if (__builtin_expect(static_cast<uint64_t>(k) >= static_cast<uint64_t>(extent), 0)) {
-      fail_oob(id, k, extent);
-      return scratch<T>();
+      return outside(i);
     }
     return p[i];
+  }
+  __attribute__((noinline, cold)) T& outside(int64_t i) const {
+    if (extent == kUnknownExtent) return p[i];
+    fail_oob(id, (p - base) + i, extent);
+    return scratch<T>();
   }
   T& operator*() const { return (*this)[0]; }
   T* operator->() const { (void)(*this)[0]; return p; }
