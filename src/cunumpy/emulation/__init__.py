@@ -6,6 +6,8 @@ kernel's header and body) compiled into a shared library, cached on disk
 for the rest of the process.
 
 - :mod:`cunumpy.emulation.metal`: the Metal engine (``run_metal``), what it checks and what not.
+- :mod:`cunumpy.emulation.cuda`: the CUDA engine (``emu-cuda``; ``CUNUMPY_CUDA_ENGINE=emulator``),
+  what it checks and what not; :func:`emulate_cuda_kernel` runs one CudaKernel launch on it.
 - :class:`EmulatorOptions`: checks, random threadgroup order, isolated (child-process) launches;
   defaults from ``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``,
   ``CUNUMPY_EMULATOR_ISOLATED``.
@@ -51,6 +53,16 @@ __all__ = [
     "UnsafeCacheError",
     "UnwrittenOutputError",
     "clear_cache",
+    "emulate_cuda_kernel",
     "find_compiler",
     "toolchain_info",
 ]
+
+
+def __getattr__(name: str):
+    # Imported on first use: cunumpy.emulation.cuda pulls in the CudaKernel front end.
+    if name == "emulate_cuda_kernel":
+        from cunumpy.emulation.cuda import emulate_cuda_kernel
+
+        return emulate_cuda_kernel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
