@@ -18,7 +18,8 @@ class EmulatorOptions:
     checks : bool, default True
         Bounds-check every buffer and threadgroup array access, poison outputs (unless an
         ``init_value`` is given) and report unwritten elements, check barriers and SIMD lanes.
-        Off: raw pointers, no poisoning; faster, nothing is checked except barrier divergence.
+        Off: raw pointers, no poisoning, faster; barrier divergence and inactive SIMD lanes are
+        still reported.
         Environment default: ``CUNUMPY_EMULATOR_CHECKS=0`` turns checks off.
     random_order : bool, default False
         Run threadgroups (and the threads inside each group) in a random order, to expose

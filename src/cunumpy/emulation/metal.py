@@ -20,8 +20,15 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
 - SIMD/quad functions reading a lane that is not active (:class:`InactiveLaneError`);
 - threadgroup memory over Metal's 32 KiB.
 
-Not checked: pointers derived by casts or ``&x[i]`` (they are raw pointers), data races between
-threads, reads of uninitialised threadgroup memory (it is poisoned with NaN / -1 bytes instead).
+Buffers stay checked through pointer arithmetic (``x + k``) and through helper functions of the
+header whose parameters are ``device``/``constant`` pointers (those parameters are rewritten to
+checked pointers). Should a header function template then fail to deduce its type from a checked
+pointer, the kernel is rebuilt with raw buffer pointers and an :class:`EmulatorWarning` says so.
+
+Not checked: pointers made by casts or ``&x[i]`` (they are raw pointers), data races between
+threads, reads of uninitialised threadgroup memory (it is poisoned with NaN / -1 bytes instead),
+infinite loops. A kernel that corrupts memory through an unchecked pointer can crash Python;
+``EmulatorOptions(isolated=True)`` turns that into a :class:`KernelCrashError`.
 """
 
 from __future__ import annotations
