@@ -11,7 +11,10 @@ Three steps, each keeping compiler line numbers pointing at the user's text:
    of ``cn_core.h`` (bounds-checked arrays with checks on), ``extern __shared__ T a[];`` a pointer
    into the dynamic region of ``shared_mem`` bytes; declarations at namespace scope are removed
    and their later uses replaced by the arena expression. With checks on, the pointer parameters
-   of the launched ``__global__`` function become ``cn::ptr<T>`` (bounds-checked).
+   of the launched ``__global__`` function become ``cn::ptr<T>`` (bounds-checked). ``extern "C"``
+   becomes ``extern "C++"``, so kernel names cannot clash with the C library's;
+   ``reinterpret_cast`` becomes ``cn::cuda::cast``, which also takes checked pointers and shared
+   arrays (its result is a raw, unchecked pointer).
 3. Feature detection: whether the text synchronises (fibers needed) and which unsupported
    features (inline PTX, textures, kernel launches from kernels) it uses.
 
@@ -409,6 +412,13 @@ def rewrite_cuda(
         t = sig[i]
         if t.kind == "ident" and t.text in CUDA_SYNC_FUNCTIONS:
             sync = True
+        elif t.kind == "ident" and t.text == "reinterpret_cast":
+            # Works on checked pointers and shared arrays too (the result is unchecked).
+            edits.append((t.start, t.start + len(t.text), "::cn::cuda::cast"))
+        elif t.kind == "string" and t.text == '"C"' and i and sig[i - 1].text == "extern":
+            # C++ linkage for everything: a kernel may then share its name with a C library
+            # function (div, index, ...) as it may in CUDA, where no C library is in scope.
+            edits.append((t.start, t.start + len(t.text), '"C++"'))
         elif t.kind == "ident" and t.text == "__shared__":
             parsed = _parse_shared(sig, i)
             if parsed is None:

@@ -251,7 +251,7 @@ void resolve(Fiber** L, uint32_t width) {
     const WarpIn<T>& in = lane_in<WarpIn<T>>(L[i]);
     WarpOut<T> out{};
     const uint32_t mask = in.mask;
-    if (g.checks && !checked_members) {
+    if (g.checks && !checked_members && OP != W_ACTIVEMASK) {
       checked_members = true;
       check_mask_members(L, w, mask, L[i], OP);
     }
@@ -713,6 +713,25 @@ inline auto dynamic_shared() {
     return ptr<T>(p, p, int64_t(dynamic_shared_bytes / int64_t(sizeof(T))), -1 - ID);
   } else {
     return p;
+  }
+}
+
+template <class T> struct is_ptr : std::false_type {};
+template <class T> struct is_ptr<ptr<T>> : std::true_type {};
+template <class T> struct is_tarr : std::false_type {};
+template <class T, int64_t N, int ID> struct is_tarr<tarr<T, N, ID>> : std::true_type {};
+
+// reinterpret_cast, as the rewritten source spells it: checked pointers and shared arrays are
+// cast through their raw address.
+template <class To, class From>
+inline To cast(From&& v) {
+  using F = std::remove_cv_t<std::remove_reference_t<From>>;
+  if constexpr (is_ptr<F>::value && std::is_pointer<To>::value) {
+    return reinterpret_cast<To>(v.p);
+  } else if constexpr (is_tarr<F>::value && std::is_pointer<To>::value) {
+    return reinterpret_cast<To>(&v.a[0]);
+  } else {
+    return reinterpret_cast<To>(v);
   }
 }
 

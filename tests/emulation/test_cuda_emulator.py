@@ -1,0 +1,520 @@
+"""The CUDA emulator (emu-cuda): CUDA built-ins, warps in lockstep, atomics, shared memory, and
+every check demonstrated by a broken kernel.
+
+Kernels are module-level :class:`CudaKernel` objects fixed to the emulator engine, so each one
+compiles once per test session (the session cache is shared).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from cunumpy.emulation import (
+    BarrierDivergenceError,
+    EmulationError,
+    EmulatorOptions,
+    InactiveLaneError,
+    KernelCompileError,
+    OutOfBoundsError,
+    emulate_cuda_kernel,
+)
+from cunumpy.kernels import CudaCompileError, CudaKernel
+
+
+def K(source: str, name: str | None = None, **kw) -> CudaKernel:
+    return CudaKernel(source, name, engine="emulator", **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Broken kernels: each check
+# ---------------------------------------------------------------------------------------------
+
+SAXPY_NO_GUARD = K(r"""
+extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = a * x[i] + y[i];
+}
+""")
+
+
+def test_surplus_threads_that_do_not_return_are_caught():
+    x = np.ones(1000, np.float32)
+    y = np.zeros(1000, np.float32)
+    # 1000 threads in blocks of 128: 24 surplus threads each read x, read y and write y.
+    message = re.escape(
+        "[emu-cuda kernel 'saxpy'] argument 'x' (float32[1000]): index 1000 out of bounds "
+        "(size 1000) at thread (104,0,0) block (7,0,0); 71 further failures"
+    )
+    with pytest.raises(OutOfBoundsError, match=message):
+        SAXPY_NO_GUARD(1000, 2.0, x, y)
+    np.testing.assert_array_equal(y, 2.0)  # the in-bounds threads did their work
+
+
+def test_negative_index_is_caught():
+    k = K(r"""
+extern "C" __global__ void shift(int n, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i - 1] = 1.0f;
+}
+""")
+    with pytest.raises(OutOfBoundsError, match=r"argument 'y' \(float32\[100\]\): index -1 out of "
+                                               r"bounds \(size 100\) at thread \(0,0,0\) block "
+                                               r"\(0,0,0\)$"):
+        k(100, np.zeros(100, np.float32))
+
+
+def test_two_dimensional_argument_is_named_with_its_shape():
+    with pytest.raises(OutOfBoundsError, match=r"argument 'x' \(float32\[10,10\]\): index 100 "):
+        SAXPY_NO_GUARD(100, 1.0, np.ones((10, 10), np.float32), np.ones((10, 10), np.float32))
+
+
+def test_barrier_after_an_early_return_is_divergence():
+    k = K(r"""
+extern "C" __global__ void rotate_block(int n, float* y) {
+    __shared__ float s[128];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    s[threadIdx.x] = y[i];
+    __syncthreads();
+    y[i] = s[(threadIdx.x + 1) % blockDim.x];
+}
+""", "rotate_block")
+    with pytest.raises(BarrierDivergenceError, match=r"\[emu-cuda kernel 'rotate_block'\] barrier "
+                       r"divergence in block \(0,0,0\): 100 of 128 threads wait at the barrier at "
+                       r"rotate_block.cu:7 but 28 threads have returned"):
+        k(100, np.zeros(100, np.float32))
+
+
+def test_barriers_at_different_places_are_divergence():
+    k = K(r"""
+extern "C" __global__ void two_barriers(int n, int* y) {
+    if (threadIdx.x < 5) {
+        __syncthreads();
+    } else {
+        __syncthreads();
+    }
+    y[threadIdx.x] = 1;
+}
+""")
+    with pytest.raises(BarrierDivergenceError, match=r"threads wait at different barriers"):
+        k(8, np.zeros(8, np.int32), grid=1, block=8)
+
+
+WARP_SUM_EARLY_RETURN = K(r"""
+extern "C" __global__ void warp_sum(int n, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) y[i / 32] = v;
+}
+""")
+
+
+def test_shuffle_from_an_exited_lane_is_caught():
+    with pytest.raises(InactiveLaneError, match=r"\[emu-cuda kernel 'warp_sum'\] warp function at "
+                       r"warp_sum.cu:6 read lane 16, which is inactive .* at thread \(96,0,0\) "
+                       r"block \(0,0,0\)"):
+        WARP_SUM_EARLY_RETURN(100, np.ones(100, np.float32), np.zeros(4, np.float32))
+
+
+def test_same_warp_kernel_is_fine_with_full_warps():
+    y = np.zeros(4, np.float32)
+    WARP_SUM_EARLY_RETURN(128, np.arange(128, dtype=np.float32), y)
+    np.testing.assert_array_equal(y, np.arange(128).reshape(4, 32).sum(1))
+
+
+def test_shuffle_outside_the_mask_is_caught():
+    k = K(r"""
+extern "C" __global__ void masked(float* y) {
+    int t = threadIdx.x;
+    y[t] = __shfl_sync(0x0000ffffu, (float)t, 20);
+}
+""")
+    with pytest.raises(EmulationError, match=r"__shfl_sync: lane 0 reads lane 20, which its mask "
+                                             r"0x0000ffff leaves out at masked.cu:4"):
+        k(np.zeros(32, np.float32), grid=1, block=32)
+
+
+def test_mask_naming_a_lane_that_waits_elsewhere_is_caught():
+    k = K(r"""
+extern "C" __global__ void split(float* y) {
+    int t = threadIdx.x;
+    float v = t;
+    if (t < 16) v = __shfl_xor_sync(0xffffffffu, v, 1);
+    __syncthreads();
+    y[t] = v;
+}
+""")
+    with pytest.raises(EmulationError, match=r"__shfl_xor_sync with mask 0xffffffff: lane 16 is "
+                                             r"named in the mask but waits elsewhere"):
+        k(np.zeros(32, np.float32), grid=1, block=32)
+
+
+def test_static_shared_array_out_of_bounds():
+    k = K(r"""
+extern "C" __global__ void tile(float* y) {
+    __shared__ float t[4][8];
+    int i = threadIdx.x;
+    t[i][i % 8] = 1.0f;
+    __syncthreads();
+    y[i] = t[i % 4][i % 8];
+}
+""")
+    with pytest.raises(OutOfBoundsError, match=r"shared array 't' \(float\[4\]\[8\]\): index 4 out "
+                                               r"of bounds \(size 4\) at thread \(4,0,0\)"):
+        k(np.zeros(8, np.float32), grid=1, block=8)
+
+
+DYNAMIC_REVERSE = K(r"""
+extern "C" __global__ void reverse(int* y) {
+    extern __shared__ int s[];
+    int t = threadIdx.x;
+    s[t] = y[t];
+    __syncthreads();
+    y[t] = s[blockDim.x - 1 - t];
+}
+""")
+
+
+def test_dynamic_shared_memory_is_sized_by_shared_mem():
+    y = np.arange(64, dtype=np.int32)
+    DYNAMIC_REVERSE(y, grid=1, block=64, shared_mem=64 * 4)
+    np.testing.assert_array_equal(y, np.arange(64)[::-1])
+
+
+def test_dynamic_shared_memory_too_small_is_caught():
+    with pytest.raises(OutOfBoundsError, match=r"shared array 's' \(int\[32\]\): index 32 out of "
+                                               r"bounds \(size 32\) at thread \(32,0,0\)"):
+        DYNAMIC_REVERSE(np.zeros(64, np.int32), grid=1, block=64, shared_mem=32 * 4)
+
+
+def test_device_assert_reports_thread_and_expression():
+    k = K(r"""
+extern "C" __global__ void checked(int n, float* y) {
+    int t = threadIdx.x;
+    assert(t < n);
+    y[t] = 1.0f;
+}
+""")
+    with pytest.raises(EmulationError, match=r"assertion `t < n` failed at checked.cu:4 at thread "
+                                             r"\(5,0,0\) block \(0,0,0\)"):
+        k(5, np.zeros(8, np.float32), grid=1, block=8)
+
+
+def test_random_order_reports_its_seed():
+    with pytest.raises(OutOfBoundsError, match=r"\(random order, seed 7\)"):
+        emulate_cuda_kernel(SAXPY_NO_GUARD, 100, 1.0, np.ones(100, np.float32),
+                            np.ones(100, np.float32),
+                            options=EmulatorOptions(random_order=True, seed=7))
+
+
+def test_checks_off_runs_without_bounds_checks():
+    x = np.ones(100, np.float32)
+    y = np.zeros(128, np.float32)
+    xs = np.ones(128, np.float32)
+    emulate_cuda_kernel(SAXPY_NO_GUARD, 128, 3.0, xs, y, options=EmulatorOptions(checks=False))
+    np.testing.assert_array_equal(y, 3.0)
+    del x
+
+
+# ---------------------------------------------------------------------------------------------
+# Warps in lockstep
+# ---------------------------------------------------------------------------------------------
+
+WARP_OPS = K(r"""
+extern "C" __global__ void warp_ops(const int* x, int* out) {
+    int t = threadIdx.x;
+    int lane = t & 31;
+    int v = x[t];
+    int s = v;                                     // butterfly sum over the warp
+    for (int m = 16; m > 0; m >>= 1) s += __shfl_xor_sync(0xffffffffu, s, m);
+    int seg = v;                                   // sum over segments of 8 lanes
+    for (int o = 4; o > 0; o >>= 1) seg += __shfl_down_sync(0xffffffffu, seg, o, 8);
+    seg = __shfl_sync(0xffffffffu, seg, 0, 8);      // broadcast each segment's lane 0
+    int up = __shfl_up_sync(0xffffffffu, v, 3);
+    int bcast = __shfl_sync(0xffffffffu, v, 31 - lane);
+    unsigned ballot = __ballot_sync(0xffffffffu, v > 0);
+    unsigned match = __match_any_sync(0xffffffffu, v & 3);
+    int red = __reduce_max_sync(0xffffffffu, v);
+    out[t * 8 + 0] = s;
+    out[t * 8 + 1] = seg;
+    out[t * 8 + 2] = up;
+    out[t * 8 + 3] = bcast;
+    out[t * 8 + 4] = (int)ballot;
+    out[t * 8 + 5] = (int)match;
+    out[t * 8 + 6] = red;
+    out[t * 8 + 7] = __popc(ballot) + __any_sync(0xffffffffu, v > 8) * 100
+                     + __all_sync(0xffffffffu, v > -10) * 1000;
+}
+""")
+
+
+def test_warp_functions_match_numpy():
+    rng = np.random.default_rng(1)
+    x = rng.integers(-9, 10, 64).astype(np.int32)
+    out = np.zeros((64, 8), np.int32)
+    WARP_OPS(x, out, grid=1, block=64)
+    w = x.reshape(2, 32)
+    lane = np.arange(32)
+    pos = w > 0
+    ballot = (pos * (1 << lane).astype(np.int64)).sum(1)
+    for k in range(2):
+        got, v = out[32 * k : 32 * k + 32], w[k]
+        assert (got[:, 0] == v.sum()).all()
+        np.testing.assert_array_equal(got[:, 1], np.repeat(v.reshape(4, 8).sum(1), 8))
+        np.testing.assert_array_equal(got[:, 2], np.where(lane >= 3, np.roll(v, 3), v))
+        np.testing.assert_array_equal(got[:, 3], v[::-1])
+        assert (got[:, 4].astype(np.uint32) == np.uint32(ballot[k])).all()
+        match = [int(((v & 3) == (v[i] & 3)) @ (1 << lane).astype(np.int64)) for i in range(32)]
+        np.testing.assert_array_equal(got[:, 5].astype(np.uint32), np.array(match, np.uint32))
+        assert (got[:, 6] == v.max()).all()
+        expected = pos.sum(1)[k] + 100 * (v > 8).any() + 1000 * (v > -10).all()
+        assert (got[:, 7] == expected).all()
+
+
+def test_partial_mask_ballot_and_activemask_in_a_branch():
+    k = K(r"""
+extern "C" __global__ void branchy(unsigned* out) {
+    int t = threadIdx.x;
+    if (t % 2 == 0) {
+        out[t] = __activemask();
+    } else {
+        out[t] = __ballot_sync(0xaaaaaaaau, t > 10);
+    }
+}
+""")
+    out = np.zeros(32, np.uint32)
+    k(out, grid=1, block=32)
+    np.testing.assert_array_equal(out[0::2], 0x55555555)
+    odd = sum(1 << t for t in range(32) if t % 2 and t > 10)
+    np.testing.assert_array_equal(out[1::2], odd)
+
+
+def test_syncthreads_count_and_or():
+    k = K(r"""
+extern "C" __global__ void votes(const int* x, int* out) {
+    int t = threadIdx.x;
+    int c = __syncthreads_count(x[t] > 0);
+    int a = __syncthreads_and(x[t] > -100);
+    int o = __syncthreads_or(x[t] > 50);
+    if (t == 0) { out[0] = c; out[1] = a; out[2] = o; }
+}
+""")
+    x = np.arange(-20, 80, dtype=np.int32)
+    out = np.zeros(3, np.int32)
+    k(x, out, grid=1, block=100)
+    np.testing.assert_array_equal(out, [79, 1, 1])
+
+
+def test_partial_last_warp_shuffle_reading_a_missing_lane_is_caught():
+    k = K(r"""
+extern "C" __global__ void block_sum(const float* x, float* out) {
+    float v = x[threadIdx.x];
+    unsigned mask = __ballot_sync(0xffffffffu, 1);
+    for (int o = 16; o > 0; o >>= 1) {
+        float u = __shfl_down_sync(mask, v, o);
+        if ((threadIdx.x & 31) + o < 32 && threadIdx.x + o < blockDim.x) v += u;
+    }
+    if ((threadIdx.x & 31) == 0) out[threadIdx.x / 32] = v;
+}
+""")
+    x = np.arange(40, dtype=np.float32)
+    out = np.zeros(2, np.float32)
+    with pytest.raises(InactiveLaneError, match=r"read lane 16, which is inactive[\s\S]* at thread \(32,0,0\)"):
+        k(x, out, grid=1, block=40)
+
+
+# ---------------------------------------------------------------------------------------------
+# Atomics, types, templates, sources
+# ---------------------------------------------------------------------------------------------
+
+ATOMICS = K(r"""
+extern "C" __global__ void atomics(int n, int* i32, unsigned* u32, unsigned long long* u64,
+                                   float* f32, double* f64) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    atomicAdd(&i32[0], 2);
+    atomicSub(i32 + 1, 1);
+    atomicMin(&i32[2], -t);
+    atomicMax(&i32[3], t);
+    atomicAnd(&u32[0], ~(1u << (t % 32)));
+    atomicOr(&u32[1], 1u << (t % 32));
+    atomicXor(&u32[2], 1u);
+    atomicInc(&u32[3], 9u);                      // counts 0..9 and wraps
+    atomicDec(&u32[4], 9u);
+    atomicAdd(&u64[0], 1ull << 33);
+    atomicExch(&u64[1], 7ull);
+    atomicAdd(&f32[0], 0.5f);
+    atomicAdd(&f64[0], 0.25);
+    int old = atomicCAS(&i32[4], t, t + 1);      // only the thread that sees its own index wins
+    if (old == t) atomicAdd(&i32[5], 1);
+}
+""")
+
+
+def test_atomics_for_every_type():
+    n = 300
+    i32 = np.array([0, 0, 1 << 30, -(1 << 30), 0, 0], np.int32)
+    u32 = np.array([0xFFFFFFFF, 0, 0, 0, 0], np.uint32)
+    u64 = np.zeros(2, np.uint64)
+    f32 = np.zeros(1, np.float32)
+    f64 = np.zeros(1, np.float64)
+    ATOMICS(n, i32, u32, u64, f32, f64, grid=3, block=128)
+    np.testing.assert_array_equal(i32, [2 * n, -n, -(n - 1), n - 1, n, n])
+    np.testing.assert_array_equal(u32, [0, 0xFFFFFFFF, 0, n % 10, 9 - (n - 1) % 10])
+    np.testing.assert_array_equal(u64, [n << 33, 7])
+    assert f32[0] == 0.5 * n and f64[0] == 0.25 * n
+
+
+def test_template_kernel_namespace_shared_and_defines(tmp_path):
+    (tmp_path / "helpers.cuh").write_text(
+        "#pragma once\n__device__ inline float twice(float v) { return 2.0f * v; }\n"
+    )
+    k = K(r"""
+#include <cuda_runtime.h>
+#include "helpers.cuh"
+__shared__ float stage[BLOCK];
+extern __shared__ unsigned char raw[];
+
+template <typename T, int N>
+__global__ void __launch_bounds__(BLOCK) fill(T* __restrict__ y, T bias) {
+    stage[threadIdx.x] = twice((float)threadIdx.x);
+    T* dyn = reinterpret_cast<T*>(raw);
+    dyn[threadIdx.x] = bias;
+    __syncthreads();
+    y[blockIdx.x * blockDim.x + threadIdx.x] = (T)stage[BLOCK - 1 - threadIdx.x] * N + dyn[threadIdx.x];
+}
+""", "fill", template_args=(np.float64, 3), options=("-DBLOCK=32",), include_dirs=[tmp_path])
+    y = np.zeros(64, np.float64)
+    k(y, 0.5, grid=2, block=32, shared_mem=32 * 8)
+    expected = np.tile(2.0 * np.arange(32)[::-1] * 3 + 0.5, 2)
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_kernel_named_like_a_c_library_function():
+    k = K(r"""
+extern "C" {
+__global__ void div(int n, const int* a, int* q) {
+    int i = threadIdx.x;
+    if (i < n) q[i] = a[i] / 3 + min(i, 2) + max(0u, 1u) + __clz(1) + __ffs(8) + __brev(1u) / (1u << 31);
+}
+}
+""", "div")
+    q = np.zeros(10, np.int32)
+    k(10, np.arange(10, dtype=np.int32) * 3, q)
+    np.testing.assert_array_equal(q, np.arange(10) + np.minimum(np.arange(10), 2) + 1 + 31 + 4 + 1)
+
+
+def test_vector_types_math_and_intrinsics():
+    k = K(r"""
+extern "C" __global__ void vec(int n, const float* x, float* y) {
+    int i = threadIdx.x;
+    if (i >= n) return;
+    float4 v = make_float4(x[i], 1.0f, 2.0f, 3.0f);
+    int2 p = make_int2(i, 2 * i);
+    dim3 b = blockDim;
+    float s, c;
+    sincosf(v.x, &s, &c);
+    y[i] = rsqrtf(v.w + 1.0f) * 4.0f + __fdividef(v.x, 2.0f) + fmaxf(s * s + c * c, 0.0f)
+           + __int_as_float(__float_as_int(1.5f)) + (float)(p.y - p.x) + (float)(b.x == 16)
+           + __half2float(__float2half(0.5f)) + (float)__popc(7u) + __expf(0.0f);
+}
+""")
+    x = np.linspace(-1, 1, 16).astype(np.float32)
+    y = np.zeros(16, np.float32)
+    k(16, x, y, grid=1, block=16)
+    expected = 2.0 + x / 2 + 1.0 + 1.5 + np.arange(16) + 1 + 0.5 + 3 + 1
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
+def test_printf_goes_to_stdout(capfd):
+    k = K(r"""
+extern "C" __global__ void hello(int n) {
+    if (threadIdx.x == 0) printf("block %d of %d says %d\n", blockIdx.x, gridDim.x, n);
+}
+""")
+    k(42, grid=2, block=4)
+    assert capfd.readouterr().out.splitlines() == ["block 0 of 2 says 42", "block 1 of 2 says 42"]
+
+
+def test_compile_error_names_the_users_file_and_line():
+    k = K(r"""
+extern "C" __global__ void broken(float* y) {
+    y[threadIdx.x] = not_declared;
+}
+""")
+    with pytest.raises(KernelCompileError) as info:
+        k(np.zeros(4, np.float32), grid=1, block=4)
+    assert isinstance(info.value, CudaCompileError)
+    text = str(info.value)
+    assert "broken.cu:3:" in text and "not_declared" in text
+    assert "   3 |     y[threadIdx.x] = not_declared;" in text
+
+
+@pytest.mark.parametrize(
+    ("snippet", "feature"),
+    [
+        ('asm volatile("membar.gl;");', "inline PTX"),
+        ("cudaTextureObject_t t = 0; (void)t;", "texture objects"),
+    ],
+)
+def test_unsupported_features_are_refused(snippet, feature):
+    k = K('extern "C" __global__ void nope(float* y) { ' + snippet + " }")
+    with pytest.raises(NotImplementedError, match=rf"\[emu-cuda kernel 'nope'\] uses {feature}"):
+        k(np.zeros(4, np.float32))
+
+
+def test_unsupported_library_is_refused():
+    k = K('#include <cooperative_groups.h>\nextern "C" __global__ void cg(float* y) {}')
+    with pytest.raises(NotImplementedError, match=r"cooperative groups are not supported by the "
+                                                  r"CUDA emulator \(emu-cuda\)"):
+        k(np.zeros(4, np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine selection and emulate_cuda_kernel
+# ---------------------------------------------------------------------------------------------
+
+SAXPY_SRC = r"""
+extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def test_environment_selects_the_emulator(monkeypatch):
+    monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "emulator")
+    k = CudaKernel(SAXPY_SRC, "saxpy")
+    x = np.arange(300, dtype=np.float32)
+    y = np.ones(300, np.float32)
+    k(300, 2.0, x, y)
+    np.testing.assert_array_equal(y, 2 * x + 1)
+    with pytest.raises(TypeError, match=r"\[emu-cuda kernel 'saxpy'\] argument 'x' \(float64"
+                                        r"\[300\]\) has dtype float64"):
+        k(300, 2.0, x.astype(np.float64), y)
+
+
+def test_emulate_cuda_kernel_runs_any_kernel_with_options():
+    k = CudaKernel(SAXPY_SRC, "saxpy", engine="cupy")
+    x = np.arange(1000, dtype=np.float32)
+    y = np.zeros(1000, np.float32)
+    emulate_cuda_kernel(k, 1000, 0.5, x, y, block=64,
+                        options=EmulatorOptions(random_order=True, seed=3))
+    np.testing.assert_array_equal(y, 0.5 * x)
+    with pytest.raises(TypeError, match="takes a CudaKernel"):
+        emulate_cuda_kernel(SAXPY_SRC, 1, 1.0, x, y)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"block \(2048, 1, 1\) has 2048 threads"):
+        emulate_cuda_kernel(k, 1000, 0.5, x, y, block=2048)
+
+
+def test_isolated_launch_writes_back_outputs():
+    x = np.arange(50, dtype=np.float32)
+    y = np.ones(50, np.float32)
+    k = K(SAXPY_SRC, "saxpy")
+    emulate_cuda_kernel(k, 50, 2.0, x, y, options=EmulatorOptions(isolated=True))
+    np.testing.assert_array_equal(y, 2 * x + 1)
