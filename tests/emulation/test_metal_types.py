@@ -452,7 +452,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     za.tofile(work / "za.c64")
     zb.tofile(work / "zb.c64")
 
-    flags = ["-std=c++17", "-O0", "-Wall", "-Wextra", f"-I{RUNTIME}"]
+    flags = ["-std=c++17", "-O0", "-Wall", "-Wextra", "-Wshadow", f"-I{RUNTIME}"]
     start = time.perf_counter()
     jobs = []
     for i, text in enumerate(_sources()):

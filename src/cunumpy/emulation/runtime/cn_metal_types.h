@@ -483,22 +483,22 @@ CN_SWZ_COMPOUND(>>)
                                  (sizeof...(A) >= 2 && cn_detail::all_comps<A...> &&            \
                                   cn_detail::sum_comps<A...> == N),                              \
                              int> = 0>                                                           \
-  vec(const A&... a) {                                                                           \
+  vec(const A&... args) {                                                                           \
     if constexpr (sizeof...(A) == 1) {                                                           \
       T v = T();                                                                                 \
-      ((v = static_cast<T>(a)), ...);                                                            \
+      ((v = static_cast<T>(args)), ...);                                                            \
       for (int i = 0; i < storage; ++i) e[i] = v;                                                \
     } else {                                                                                     \
       int k = 0;                                                                                 \
-      (cn_detail::put_any<T>(e, k, a), ...);                                                     \
+      (cn_detail::put_any<T>(e, k, args), ...);                                                     \
       for (; k < storage; ++k) e[k] = T();                                                       \
     }                                                                                            \
   }                                                                                              \
   /* explicit element type conversion: float4(int4), float2(v.xy) */                            \
   template <class A, std::enable_if_t<(cn_detail::vn<A> == N), int> = 0>                         \
-  explicit vec(const A& a) {                                                                     \
+  explicit vec(const A& src) {                                                                   \
     int k = 0;                                                                                   \
-    cn_detail::put_any<T>(e, k, a);                                                              \
+    cn_detail::put_any<T>(e, k, src);                                                              \
     for (; k < storage; ++k) e[k] = T();                                                         \
   }                                                                                              \
   T& operator[](int i) { return e[i]; }                                                          \
@@ -1049,8 +1049,8 @@ struct alignas(sizeof(T) * 4) vec<T, 4> {
   template <class... A, std::enable_if_t<(sizeof...(A) >= 1) &&                                 \
                                              std::is_constructible<vec<T, N>, const A&...>::value, \
                                          int> = 0>                                               \
-  packed_vec(const A&... a) {                                                                    \
-    const vec<T, N> v(a...);                                                                     \
+  packed_vec(const A&... args) {                                                                 \
+    const vec<T, N> v(args...);                                                                  \
     for (int i = 0; i < N; ++i) e[i] = v.e[i];                                                   \
   }                                                                                              \
   operator vec<T, N>() const {                                                                   \
