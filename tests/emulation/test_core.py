@@ -94,7 +94,8 @@ def test_strided_view_with_shape_and_strides(metal_sig):
 
 
 def test_header_helpers_and_half_literals(metal_sig):
-    header = "inline float twice(float v) { return v * 2.0h; }\n"
+    header = ("#include <metal_stdlib>\n#include <metal_simdgroup>\nusing namespace metal;\n"
+              "inline float twice(float v) { return v * 2.0h; }\n")
     x = np.arange(8, dtype=np.float32)
     y = np.empty_like(x)
     sig = metal_sig("hdr", "uint i = thread_position_in_grid.x; y[i] = twice(x[i]) + 1.5h;",

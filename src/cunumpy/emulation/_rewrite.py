@@ -6,7 +6,8 @@ untouched) finds the few constructs plain C++ cannot express:
 - ``threadgroup T name[N][M];`` and ``threadgroup T name;`` declarations become references into
   the per-group shared arena (``cn::tg_alloc``), bounds-checked arrays when checks are on;
 - every other ``threadgroup`` (pointer types, parameters) is removed;
-- half literals ``1.5h`` / ``2h`` become ``half(1.5f)`` / ``half(2.0f)``.
+- half literals ``1.5h`` / ``2h`` become ``half(1.5f)`` / ``half(2.0f)``;
+- ``#include <metal_stdlib>`` (and other ``metal_*`` headers) is dropped: the runtime provides it.
 
 Rewrites never add or remove a newline, so compiler line numbers still point at the user's text.
 """
@@ -27,7 +28,7 @@ _TOKEN = re.compile(
   | (?P<char>(?:u8|u|U|L)?'(?:[^'\\\n]|\\.)*')
   | (?P<number>\.?\d(?:[eEpP][+-]|[\w.'])*)
   | (?P<ident>[A-Za-z_]\w*)
-  | (?P<ws>\s+)
+  | (?P<ws>\n|[^\S\n]+)
   | (?P<punct>::|->|<<=|>>=|\+\+|--|&&|\|\||[<>=!+\-*/%&|^]=|.)
     """,
     re.VERBOSE | re.DOTALL | re.MULTILINE,
@@ -91,7 +92,7 @@ class Rewritten:
     """The text calls a barrier or SIMD/quad function, or declares a threadgroup atomic."""
 
 
-_OPEN = {"(": ")", "[": "]", "{": "}"}
+_METAL_INCLUDE = re.compile(r"\s*#\s*include\s*[<\"]metal_\w+[>\"]\s*$")
 
 
 def _half_literal(text: str) -> str | None:
@@ -263,6 +264,10 @@ def rewrite(
     )
     edits: list[tuple[int, int, str]] = []
     shared: list[SharedDecl] = []
+    for t in tokens:
+        if t.kind == "pp" and _METAL_INCLUDE.match(t.text):
+            # The emulator's runtime already provides the Metal standard library.
+            edits.append((t.start, t.start + len(t.text), ""))
     i = 0
     while i < len(sig):
         t = sig[i]
@@ -318,7 +323,7 @@ def rewrite(
         i += 1
     out = []
     pos = 0
-    for start, stop, new in edits:
+    for start, stop, new in sorted(edits):
         out.append(text[pos:start])
         out.append(new)
         pos = stop
