@@ -52,12 +52,31 @@ def metal_sig():
     return make_signature
 
 
+@pytest.fixture(scope="session")
+def _session_pch():
+    """The session cache, with its precompiled runtime header built."""
+    from cunumpy.emulation import _build, _cache
+
+    root = _cache.cache_root()
+    _build._pch_args(root, find_compiler(), _build.compile_flags(), "cn_metal.h")
+    _build.wait_for_pch()
+    return root
+
+
 @pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    """A fresh cache root for this test (CUNUMPY_CACHE_DIR), with in-process memos cleared."""
+def private_cache(tmp_path, monkeypatch, _session_pch):
+    """A fresh cache root for this test (CUNUMPY_CACHE_DIR), with in-process memos cleared.
+
+    The precompiled runtime header is copied from the session cache (it is keyed like any entry),
+    so that each test does not spend seconds rebuilding it.
+    """
+    import shutil
+
     from cunumpy.emulation import metal
 
     root = tmp_path / "cache"
+    for pch in _session_pch.glob("emu-*/pch"):
+        shutil.copytree(pch, root / pch.parent.name / "pch")
     monkeypatch.setenv("CUNUMPY_CACHE_DIR", str(root))
     metal.forget_variants()
     yield root
