@@ -24,6 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="number of particles, 3 float32 coordinates each (default: 4 Mi with a GPU, "
         "1 Mi when only the CPU emulators are available)",
     )
+    parser.add_argument(
+        "--emulator-n", type=int, default=None, metavar="PARTICLES",
+        help="particles the CPU emulators push, the first ones of the --n (default: all of "
+        "them when --n is given, at most 1 Mi otherwise)",
+    )
     parser.add_argument("--steps", type=int, default=200, metavar="NSTEPS",
                         help="steps of the push, a compile-time constant of the kernels "
                         "(default 200)")
@@ -47,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("cunumpy demo: --n must be a positive number of particles")
     if args.steps < 1:
         raise SystemExit("cunumpy demo: --steps must be at least 1")
+    if args.emulator_n is not None and args.emulator_n < 1:
+        raise SystemExit("cunumpy demo: --emulator-n must be a positive number of particles")
     report = run_demo(particles=args.n, nsteps=args.steps, engines=args.engines,
+                      emulator_particles=args.emulator_n,
                       seed=args.seed, rtol=args.rtol, console=Console(plain=args.plain))
     if args.json:
         with open(args.json, "w") as fh:

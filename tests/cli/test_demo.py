@@ -110,3 +110,23 @@ def test_max_relative_error():
     assert _runners.max_relative_error(ref, ref) == 0.0
     assert _runners.max_relative_error(np.array([1.0, 2.2, -4.0]), ref) == pytest.approx(0.1)
     assert _runners.max_relative_error(np.array([np.nan, 2.0, -4.0]), ref) == np.inf
+
+
+def test_emulators_push_a_prefix_of_the_particles(monkeypatch, tmp_path):
+    from cunumpy import _demo
+    from cunumpy._console import Console
+
+    if not _runners.engine_status("emu-metal")[0]:
+        pytest.skip(_runners.engine_status("emu-metal")[1])
+    path = tmp_path / "demo.json"
+    assert main(["demo", "--n", "300", "--emulator-n", "100", "--engines", "numpy,emu-metal",
+                 "--plain", "--json", str(path)]) == 0
+    counts = {e["engine"]: e["particles"] for e in json.loads(path.read_text())["engines"]}
+    assert counts == {"numpy": 300, "emu-metal": 100}
+    # Without --n, the default size applies to real engines and a capped one to the emulators.
+    monkeypatch.setattr(_demo, "default_particles", lambda engines: 300)
+    monkeypatch.setattr(_demo, "EMULATION_PARTICLES", 50)
+    report = _demo.run_demo(engines=["numpy", "emu-metal"], console=Console(plain=True))
+    assert report.ok
+    assert [o.particles for o in report.outcomes] == [300, 50]
+    assert report.outcomes[1].result.output.shape == (50, 3)
