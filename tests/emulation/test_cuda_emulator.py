@@ -28,6 +28,13 @@ def K(source: str, name: str | None = None, **kw) -> CudaKernel:
     return CudaKernel(source, name, engine="emulator", **kw)
 
 
+@pytest.fixture(autouse=True)
+def _default_emulator_options(monkeypatch):
+    """Messages name the first failing thread: run blocks in order, with checks, in-process."""
+    for var in ("CUNUMPY_EMULATOR_ORDER", "CUNUMPY_EMULATOR_CHECKS", "CUNUMPY_EMULATOR_ISOLATED"):
+        monkeypatch.delenv(var, raising=False)
+
+
 # ---------------------------------------------------------------------------------------------
 # Broken kernels: each check
 # ---------------------------------------------------------------------------------------------
@@ -350,8 +357,9 @@ extern "C" __global__ void atomics(int n, int* i32, unsigned* u32, unsigned long
     atomicExch(&u64[1], 7ull);
     atomicAdd(&f32[0], 0.5f);
     atomicAdd(&f64[0], 0.25);
-    int old = atomicCAS(&i32[4], t, t + 1);      // only the thread that sees its own index wins
-    if (old == t) atomicAdd(&i32[5], 1);
+    int old = i32[4], seen;                      // an increment built from atomicCAS
+    do { seen = old; old = atomicCAS(&i32[4], seen, seen + 1); } while (old != seen);
+    if (atomicCAS(&i32[5], 0, 1) == 0) atomicAdd(&i32[5], 10);   // the first thread only
 }
 """)
 
@@ -364,7 +372,7 @@ def test_atomics_for_every_type():
     f32 = np.zeros(1, np.float32)
     f64 = np.zeros(1, np.float64)
     ATOMICS(n, i32, u32, u64, f32, f64, grid=3, block=128)
-    np.testing.assert_array_equal(i32, [2 * n, -n, -(n - 1), n - 1, n, n])
+    np.testing.assert_array_equal(i32, [2 * n, -n, -(n - 1), n - 1, n, 11])
     np.testing.assert_array_equal(u32, [0, 0xFFFFFFFF, 0, n % 10, 9 - (n - 1) % 10])
     np.testing.assert_array_equal(u64, [n << 33, 7])
     assert f32[0] == 0.5 * n and f64[0] == 0.25 * n
@@ -429,6 +437,50 @@ extern "C" __global__ void vec(int n, const float* x, float* y) {
     k(16, x, y, grid=1, block=16)
     expected = 2.0 + x / 2 + 1.0 + 1.5 + np.arange(16) + 1 + 0.5 + 3 + 1
     np.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
+def test_values_of_struct_and_vector_types_without_signature_checks():
+    k = K(r"""
+struct Params { float a; int b; };
+extern "C" __global__ void byval(float4 v, Params p, float* y) {
+    y[threadIdx.x] = v.x + v.y + v.z + v.w + p.a * p.b;
+}
+""", "byval", check_signature=False)
+    params = np.array((0.5, 4), np.dtype([("a", np.float32), ("b", np.int32)]))
+    y = np.zeros(4, np.float32)
+    k(np.array([1, 2, 3, 4], np.float32), params, y, grid=1, block=4)
+    np.testing.assert_array_equal(y, 12.0)
+    with pytest.raises(EmulationError, match=r"argument 'v' holds 12 bytes but its parameter's "
+                                             r"C type has 16"):
+        k(np.array([1, 2, 3], np.float32), params, y, grid=1, block=4)
+
+
+def test_device_template_on_raw_pointers_falls_back_with_a_warning():
+    from cunumpy.emulation import EmulatorWarning
+    from cunumpy.emulation.cuda import run_cuda
+
+    k = K(r"""
+template <class T> __device__ T load(const T* p, int i) { return p[i]; }
+__device__ float block_total(float v) {
+    __shared__ float part[64];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    float s = 0.0f;
+    for (int j = 0; j < blockDim.x; ++j) s += part[j];
+    return s;
+}
+extern "C" __global__ void total(int n, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+    float t = block_total(load(x, i));
+    if (i < n) y[i] = t + x4[0].y;
+}
+""")
+    y = np.zeros(128, np.float32)
+    with pytest.warns(EmulatorWarning, match=r"\[emu-cuda kernel 'total'\] bounds checks of "
+                                             r"pointer arguments are off"):
+        run_cuda(k, (128, np.arange(128, dtype=np.float32), y), (2, 1, 1), (64, 1, 1))
+    np.testing.assert_array_equal(y, np.repeat([63 * 32 + 1, 64 * 64 + 63 * 32 + 1], 64))
 
 
 def test_printf_goes_to_stdout(capfd):

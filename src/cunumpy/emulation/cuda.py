@@ -83,7 +83,9 @@ __all__ = [
     "EmuCudaCompileError",
     "EmuCudaEngine",
     "emulate_cuda_kernel",
+    "forget_variants",
     "generate_source",
+    "program_for",
     "run_cuda",
 ]
 
@@ -507,7 +509,7 @@ def _threads(prefix: str, grid: Sequence[int], block: Sequence[int]) -> tuple[tu
 
 
 def run_cuda(
-    program: CudaProgram,
+    program: CudaProgram | CudaKernel,
     args: Sequence[Any],
     grid: Sequence[int],
     block: Sequence[int],
@@ -519,8 +521,9 @@ def run_cuda(
 
     Parameters
     ----------
-    program : CudaProgram
-        The kernel (:func:`program_for` makes it from a CudaKernel).
+    program : CudaProgram or CudaKernel
+        The kernel (:func:`program_for` makes the program of a CudaKernel). Arguments are not
+        checked against the signature here; :func:`emulate_cuda_kernel` checks them first.
     args : sequence
         One entry per kernel parameter: C-contiguous NumPy arrays for pointers (writeable unless
         the pointee is const), numbers for values.
@@ -542,6 +545,8 @@ def run_cuda(
     KernelCrashError
         Isolated mode only: the kernel crashed its process.
     """
+    if not isinstance(program, CudaProgram):
+        program = _engine().program(program)
     opts = resolve_options(options)
     threads, b = _threads(program.prefix, grid, block)
     if 0 in threads:
