@@ -130,3 +130,9 @@ def test_emulators_push_a_prefix_of_the_particles(monkeypatch, tmp_path):
     assert report.ok
     assert [o.particles for o in report.outcomes] == [300, 50]
     assert report.outcomes[1].result.output.shape == (50, 3)
+
+
+def test_demo_and_bench_are_listed_by_the_command(capsys):
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    assert "demo" in out and "bench" in out
