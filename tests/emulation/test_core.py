@@ -150,6 +150,7 @@ def test_simd_functions_match_numpy(metal_sig):
     bc[i] = simd_broadcast(v, 5);
     first[i] = simd_broadcast_first(v);
     uint64_t b = uint64_t(simd_ballot(v > 0));
+    if (!simd_ballot(true).all() || simd_ballot(false).any() || !simd_all(true)) b = 0;
     if (simd_is_first()) ballot[simdgroup_index_in_threadgroup + 2 * threadgroup_position_in_grid.x] = b;
     (void)lane;
     """

@@ -190,7 +190,8 @@ struct simd_vote {
   constexpr simd_vote() = default;
   constexpr explicit simd_vote(vote_t x) : v(x) {}
   constexpr operator vote_t() const { return v; }
-  constexpr bool all() const { return v == ~vote_t(0); }
+  // All 32 lanes of the SIMD group voted true (lanes that are inactive or missing count as false).
+  constexpr bool all() const { return (v & 0xFFFFFFFFull) == 0xFFFFFFFFull; }
   constexpr bool any() const { return v != 0; }
 };
 using quad_vote = simd_vote;
