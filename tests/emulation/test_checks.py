@@ -64,7 +64,7 @@ def test_strided_view_bounds_are_its_extent(metal_sig):
     y = np.zeros(10, dtype=np.float32)
     sig = metal_sig("sv", "uint i = thread_position_in_grid.x; y[i] = x[i * 4 + 4];",
                     [("x", view)], [("y", y)])
-    with pytest.raises(OutOfBoundsError, match=r"index 40 out of bounds \(size 37\)"):
+    with pytest.raises(OutOfBoundsError, match=r"argument 'x' \(float32\[10\]\): index 40 out of bounds \(strided extent 37\)"):
         run_metal(sig, [view], [y], (10, 1, 1), (10, 1, 1))
 
 

@@ -58,6 +58,8 @@ class BufferArg:
     """Elements reachable from ``address`` (the strided extent of a view)."""
     keep: Any = None
     """Object that owns the memory (kept alive during the launch)."""
+    extent_word: str = "size"
+    """How messages call ``extent``: ``size``, or ``strided extent`` for a view."""
 
 
 class _Buffer(ctypes.Structure):
@@ -167,15 +169,18 @@ def _failure(
     site = f" at {file}:{r.line}" if r.line and file else ""
     detail = r.detail.decode(errors="replace")
     if r.kind == ERR_OOB:
+        word = "size"
         if r.buffer >= 0:
             label = buffers[r.buffer].label if r.buffer < len(buffers) else f"buffer {r.buffer}"
+            if r.buffer < len(buffers):
+                word = buffers[r.buffer].extent_word
         else:
             k = -1 - r.buffer
             decl = next((d for d in shared if d.slot == k), None)
             label = (f"{dialect.shared} '{decl.name}' ({decl.describe()})" if decl
                      else f"{dialect.shared} {k}")
         return OutOfBoundsError(
-            f"{prefix} {label}: index {r.index} out of bounds (size {r.extent}) {where}"
+            f"{prefix} {label}: index {r.index} out of bounds ({word} {r.extent}) {where}"
             f"{further}{order}"
         )
     if r.kind == ERR_BARRIER:

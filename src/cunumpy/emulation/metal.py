@@ -230,7 +230,8 @@ def _buffers(
         arr, extent, strides = prepared[p.arg]
         if p.kind == "input":
             slots[p.buffer] = _launch.BufferArg(
-                _label("argument", p.name, arr), arr.ctypes.data, extent, arr
+                _label("argument", p.name, arr), arr.ctypes.data, extent, arr,
+                "size" if extent == arr.size else "strided extent",
             )
             continue
         if p.kind == "shape":
