@@ -507,6 +507,30 @@ extern "C" __global__ void broken(float* y) {
     assert "   3 |     y[threadIdx.x] = not_declared;" in text
 
 
+def test_barrier_behind_a_macro_runs_and_shared_behind_a_macro_is_explained():
+    k = K(r"""
+#define SYNC() __syncthreads()
+extern "C" __global__ void mirror(float* y) {
+    __shared__ float s[32];
+    s[threadIdx.x] = threadIdx.x;
+    SYNC();
+    y[threadIdx.x] = s[31 - threadIdx.x];
+}
+""")
+    y = np.zeros(32, np.float32)
+    k(y, grid=1, block=32)
+    np.testing.assert_array_equal(y, np.arange(32)[::-1])
+    bad = K(r"""
+#define TILE(name) __shared__ float name[32]
+extern "C" __global__ void hidden(float* y) {
+    TILE(s);
+    y[threadIdx.x] = 0.0f;
+}
+""")
+    with pytest.raises(KernelCompileError, match=r"declarations made by a macro"):
+        bad(y, grid=1, block=32)
+
+
 @pytest.mark.parametrize(
     ("snippet", "feature"),
     [

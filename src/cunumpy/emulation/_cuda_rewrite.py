@@ -49,6 +49,8 @@ CUDA_SYNC_FUNCTIONS = frozenset(
 )
 """Names whose use makes the emulator run the threads of a block as fibers."""
 
+_SYNC_WORD = re.compile(r"\b(?:" + "|".join(sorted(CUDA_SYNC_FUNCTIONS)) + r")\b")
+
 # Toolkit headers whose content cn_cuda.h provides (or that the C++ library covers).
 _PROVIDED = frozenset(
     {
@@ -471,6 +473,8 @@ def rewrite_cuda(
             if prev in (".", "->", "::"):
                 continue
             edits.append((t.start, t.start + len(t.text), globals_[t.text]))
+    if not sync and _SYNC_WORD.search(text):
+        sync = True  # named in a macro (or a comment): fibers, to be safe
     if checked_pointers:
         edits.extend(_param_edits(text, kernel_name))
     edits.sort(key=lambda e: e[0])

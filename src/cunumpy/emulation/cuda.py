@@ -341,6 +341,12 @@ def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:
     if shown == 0:
         errors = [ln for ln in log.splitlines() if "error" in ln]
         lines.extend((errors or log.splitlines())[:20])
+    if "__shared__" in log:
+        lines.append(
+            "note: the emulator rewrites __shared__ declarations written out in the source "
+            "(`__shared__ T name[N];`, `extern __shared__ T name[];`); declarations made by a "
+            "macro or with an initialiser are not supported"
+        )
     return "\n".join(lines)
 
 
