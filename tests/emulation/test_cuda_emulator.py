@@ -1,8 +1,10 @@
 """The CUDA emulator (emu-cuda): CUDA built-ins, warps in lockstep, atomics, shared memory, and
 every check demonstrated by a broken kernel.
 
-Kernels are module-level :class:`CudaKernel` objects fixed to the emulator engine, so each one
-compiles once per test session (the session cache is shared).
+Tests of correct kernels take the ``engine`` fixture: they run on the emulator everywhere and,
+with the same expected results, on an NVIDIA GPU through CuPy (``requires_cuda``). Broken kernels
+run on the emulator only: a GPU does not report them. Kernels are built once per engine and
+compile once per test session (the session cache is shared).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 import numpy as np
 import pytest
 
+import cunumpy
 from cunumpy.emulation import (
     BarrierDivergenceError,
     EmulationError,
@@ -26,6 +29,50 @@ from cunumpy.kernels import CudaCompileError, CudaKernel
 
 def K(source: str, name: str | None = None, **kw) -> CudaKernel:
     return CudaKernel(source, name, engine="emulator", **kw)
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("emulator", id="emu-cuda"),
+        pytest.param("cupy", marks=pytest.mark.requires_cuda, id="cupy"),
+    ]
+)
+def engine(request: pytest.FixtureRequest) -> str:
+    """A CUDA engine name; ``cupy`` skips without a GPU (fails with CUNUMPY_REQUIRE_CUDA=1)."""
+    if request.param == "cupy":
+        from cunumpy._backend import cupy_status
+        from cunumpy.testing._markers import cuda_skip_or_fail
+
+        ok, reason = cupy_status()
+        if not ok:
+            cuda_skip_or_fail(reason)
+    return request.param
+
+
+_BUILT: dict[tuple, CudaKernel] = {}
+
+
+def on(engine: str, kernel: CudaKernel) -> CudaKernel:
+    """``kernel`` (built for the emulator) rebuilt for ``engine``, once per session."""
+    if engine == "emulator":
+        return kernel
+    key = (engine, kernel.source, kernel.name, repr(kernel.template_args), kernel.options,
+           kernel.include_dirs)
+    if key not in _BUILT:
+        _BUILT[key] = CudaKernel(
+            kernel.source, kernel.name, engine=engine, template_args=kernel.template_args,
+            options=kernel.options, include_dirs=kernel.include_dirs,
+        )
+    return _BUILT[key]
+
+
+def launch(engine: str, kernel: CudaKernel, *args, **kw) -> list:
+    """Run ``kernel`` on ``engine`` with host arguments; return them, arrays copied back."""
+    k = on(engine, kernel)
+    dev = [cunumpy.to_cupy(a) if engine == "cupy" and isinstance(a, np.ndarray) else a
+           for a in args]
+    k(*dev, **kw)
+    return [cunumpy.to_numpy(d) if isinstance(a, np.ndarray) else a for a, d in zip(args, dev)]
 
 
 @pytest.fixture(autouse=True)
@@ -128,9 +175,9 @@ def test_shuffle_from_an_exited_lane_is_caught():
         WARP_SUM_EARLY_RETURN(100, np.ones(100, np.float32), np.zeros(4, np.float32))
 
 
-def test_same_warp_kernel_is_fine_with_full_warps():
-    y = np.zeros(4, np.float32)
-    WARP_SUM_EARLY_RETURN(128, np.arange(128, dtype=np.float32), y)
+def test_same_warp_kernel_is_fine_with_full_warps(engine):
+    _, _, y = launch(engine, WARP_SUM_EARLY_RETURN, 128, np.arange(128, dtype=np.float32),
+                     np.zeros(4, np.float32))
     np.testing.assert_array_equal(y, np.arange(128).reshape(4, 32).sum(1))
 
 
@@ -187,9 +234,9 @@ extern "C" __global__ void reverse(int* y) {
 """)
 
 
-def test_dynamic_shared_memory_is_sized_by_shared_mem():
-    y = np.arange(64, dtype=np.int32)
-    DYNAMIC_REVERSE(y, grid=1, block=64, shared_mem=64 * 4)
+def test_dynamic_shared_memory_is_sized_by_shared_mem(engine):
+    (y,) = launch(engine, DYNAMIC_REVERSE, np.arange(64, dtype=np.int32), grid=1, block=64,
+                  shared_mem=64 * 4)
     np.testing.assert_array_equal(y, np.arange(64)[::-1])
 
 
@@ -260,11 +307,10 @@ extern "C" __global__ void warp_ops(const int* x, int* out) {
 """)
 
 
-def test_warp_functions_match_numpy():
+def test_warp_functions_match_numpy(engine):
     rng = np.random.default_rng(1)
     x = rng.integers(-9, 10, 64).astype(np.int32)
-    out = np.zeros((64, 8), np.int32)
-    WARP_OPS(x, out, grid=1, block=64)
+    _, out = launch(engine, WARP_OPS, x, np.zeros((64, 8), np.int32), grid=1, block=64)
     w = x.reshape(2, 32)
     lane = np.arange(32)
     pos = w > 0
@@ -301,8 +347,7 @@ extern "C" __global__ void branchy(unsigned* out) {
     np.testing.assert_array_equal(out[1::2], odd)
 
 
-def test_syncthreads_count_and_or():
-    k = K(r"""
+SYNC_VOTES = K(r"""
 extern "C" __global__ void votes(const int* x, int* out) {
     int t = threadIdx.x;
     int c = __syncthreads_count(x[t] > 0);
@@ -311,9 +356,11 @@ extern "C" __global__ void votes(const int* x, int* out) {
     if (t == 0) { out[0] = c; out[1] = a; out[2] = o; }
 }
 """)
+
+
+def test_syncthreads_count_and_or(engine):
     x = np.arange(-20, 80, dtype=np.int32)
-    out = np.zeros(3, np.int32)
-    k(x, out, grid=1, block=100)
+    _, out = launch(engine, SYNC_VOTES, x, np.zeros(3, np.int32), grid=1, block=100)
     np.testing.assert_array_equal(out, [79, 1, 1])
 
 
@@ -364,21 +411,22 @@ extern "C" __global__ void atomics(int n, int* i32, unsigned* u32, unsigned long
 """)
 
 
-def test_atomics_for_every_type():
+def test_atomics_for_every_type(engine):
     n = 300
     i32 = np.array([0, 0, 1 << 30, -(1 << 30), 0, 0], np.int32)
     u32 = np.array([0xFFFFFFFF, 0, 0, 0, 0], np.uint32)
     u64 = np.zeros(2, np.uint64)
     f32 = np.zeros(1, np.float32)
     f64 = np.zeros(1, np.float64)
-    ATOMICS(n, i32, u32, u64, f32, f64, grid=3, block=128)
+    _, i32, u32, u64, f32, f64 = launch(engine, ATOMICS, n, i32, u32, u64, f32, f64, grid=3,
+                                        block=128)
     np.testing.assert_array_equal(i32, [2 * n, -n, -(n - 1), n - 1, n, 11])
     np.testing.assert_array_equal(u32, [0, 0xFFFFFFFF, 0, n % 10, 9 - (n - 1) % 10])
     np.testing.assert_array_equal(u64, [n << 33, 7])
     assert f32[0] == 0.5 * n and f64[0] == 0.25 * n
 
 
-def test_template_kernel_namespace_shared_and_defines(tmp_path):
+def test_template_kernel_namespace_shared_and_defines(engine, tmp_path):
     (tmp_path / "helpers.cuh").write_text(
         "#pragma once\n__device__ inline float twice(float v) { return 2.0f * v; }\n"
     )
@@ -397,8 +445,7 @@ __global__ void __launch_bounds__(BLOCK) fill(T* __restrict__ y, T bias) {
     y[blockIdx.x * blockDim.x + threadIdx.x] = (T)stage[BLOCK - 1 - threadIdx.x] * N + dyn[threadIdx.x];
 }
 """, "fill", template_args=(np.float64, 3), options=("-DBLOCK=32",), include_dirs=[tmp_path])
-    y = np.zeros(64, np.float64)
-    k(y, 0.5, grid=2, block=32, shared_mem=32 * 8)
+    y, _ = launch(engine, k, np.zeros(64, np.float64), 0.5, grid=2, block=32, shared_mem=32 * 8)
     expected = np.tile(2.0 * np.arange(32)[::-1] * 3 + 0.5, 2)
     np.testing.assert_array_equal(y, expected)
 
