@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,8 +51,9 @@ class Dialect:
 class BufferArg:
     """One buffer slot of a launch."""
 
-    label: str
-    """How messages name it: ``argument 'x' (float32[1024])``."""
+    label: str | Callable[[], str]
+    """How messages name it: ``argument 'x' (float32[1024])``, or a function that says it
+    (called only when a message needs it)."""
     address: int
     extent: int
     """Elements reachable from ``address`` (the strided extent of a view)."""
@@ -172,6 +173,8 @@ def _failure(
         word = "size"
         if r.buffer >= 0:
             label = buffers[r.buffer].label if r.buffer < len(buffers) else f"buffer {r.buffer}"
+            if callable(label):
+                label = label()
             if r.buffer < len(buffers):
                 word = buffers[r.buffer].extent_word
         else:

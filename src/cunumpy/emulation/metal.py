@@ -38,6 +38,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -224,13 +225,13 @@ def _buffers(
         if p.kind == "output":
             out = outputs[p.arg]
             slots[p.buffer] = _launch.BufferArg(
-                _label("output", p.name, out), out.ctypes.data, out.size, out
+                partial(_label, "output", p.name, out), out.ctypes.data, out.size, out
             )
             continue
         arr, extent, strides = prepared[p.arg]
         if p.kind == "input":
             slots[p.buffer] = _launch.BufferArg(
-                _label("argument", p.name, arr), arr.ctypes.data, extent, arr,
+                partial(_label, "argument", p.name, arr), arr.ctypes.data, extent, arr,
                 "size" if extent == arr.size else "strided extent",
             )
             continue
@@ -241,7 +242,7 @@ def _buffers(
         else:
             meta = np.array(arr.ndim, dtype=np.int32)
         slots[p.buffer] = _launch.BufferArg(
-            _label("argument", p.name, meta), meta.ctypes.data, max(meta.size, 1), meta
+            partial(_label, "argument", p.name, meta), meta.ctypes.data, max(meta.size, 1), meta
         )
     return [slots[k] for k in sorted(slots)]
 
