@@ -578,6 +578,17 @@ extern "C" __global__ void hidden(float* y) {
         bad(y, grid=1, block=32)
 
 
+def test_compile_errors_in_and_after_an_included_file_keep_their_lines(tmp_path):
+    (tmp_path / "bad.cuh").write_text("#pragma once\n__device__ float f() { return oops; }\n")
+    k = K('#include "bad.cuh"\nextern "C" __global__ void g(float* y) {\n    y[0] = nope;\n}\n',
+          include_dirs=[tmp_path])
+    with pytest.raises(KernelCompileError) as info:
+        k(np.zeros(1, np.float32))
+    text = str(info.value)
+    assert "bad.cuh:2:" in text and "   2 | __device__ float f() { return oops; }" in text
+    assert "g.cu:3:" in text and "   3 |     y[0] = nope;" in text
+
+
 @pytest.mark.parametrize(
     ("snippet", "feature"),
     [

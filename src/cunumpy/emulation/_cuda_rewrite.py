@@ -138,7 +138,7 @@ def inline_includes(
             inner = expand(body, sub, found.parent)
             if not inner.endswith("\n"):
                 inner += "\n"
-            out.append(f'#line 1 "{sub}"\n{inner}#line {line_after - 1} "{name}"')
+            out.append(f'#line 1 "{sub}"\n{inner}#line {line_after} "{name}"')
         out.append(src[pos:])
         return "".join(out)
 
