@@ -210,13 +210,14 @@ struct ptr {
   __attribute__((always_inline)) T& operator[](int64_t i) const {
     int64_t k = (p - base) + i;
     if (__builtin_expect(static_cast<uint64_t>(k) >= static_cast<uint64_t>(extent), 0)) {
-      return outside(i);
+      return outside(p, k, i, extent, id);  // by value: the ptr itself must not escape
     }
     return p[i];
   }
-  __attribute__((noinline, cold)) T& outside(int64_t i) const {
+  __attribute__((noinline, cold)) static T& outside(T* p, int64_t k, int64_t i, int64_t extent,
+                                                    int32_t id) {
     if (extent == kUnknownExtent) return p[i];
-    fail_oob(id, (p - base) + i, extent);
+    fail_oob(id, k, extent);
     return scratch<T>();
   }
   T& operator*() const { return (*this)[0]; }
