@@ -376,10 +376,21 @@ def _build_variant(program: CudaProgram, gen: Generated, checks: bool) -> _build
         ) from exc
 
 
+_RECENT: dict[tuple[int, bool, str | None], tuple[CudaProgram, Generated, _build.Library]] = {}
+"""The same lookups by program identity (hashing a program costs more than a small launch)."""
+
+
 def _variant(program: CudaProgram, checks: bool) -> tuple[Generated, _build.Library]:
-    memo = (program, checks, config.cache_dir_override())
+    root = config.cache_dir_override()
+    fast = _RECENT.get((id(program), checks, root))
+    if fast is not None and fast[0] is program:
+        return fast[1], fast[2]
+    memo = (program, checks, root)
     hit = _VARIANTS.get(memo)
     if hit is not None:
+        if len(_RECENT) > 1024:
+            _RECENT.clear()
+        _RECENT[(id(program), checks, root)] = (program, *hit)
         return hit
     gen = generate_source(program, checks=checks)
     try:
@@ -400,12 +411,14 @@ def _variant(program: CudaProgram, checks: bool) -> tuple[Generated, _build.Libr
             stacklevel=4,
         )
     _VARIANTS[memo] = (gen, lib)
+    _RECENT[(id(program), checks, root)] = (program, gen, lib)
     return gen, lib
 
 
 def forget_variants() -> None:
     """Forget compiled variants held by this process (tests use it to force disk lookups)."""
     _VARIANTS.clear()
+    _RECENT.clear()
     _build.forget_loaded()
 
 
@@ -414,9 +427,18 @@ def forget_variants() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+_LABELS: dict[tuple[str, np.dtype, tuple[int, ...]], str] = {}
+
+
 def _label(name: str, arr: np.ndarray) -> str:
-    shape = ",".join(str(n) for n in arr.shape)
-    return f"argument '{name}' ({arr.dtype.name}[{shape}])"
+    key = (name, arr.dtype, arr.shape)
+    text = _LABELS.get(key)
+    if text is None:
+        shape = ",".join(str(n) for n in arr.shape)
+        text = f"argument '{name}' ({arr.dtype.name}[{shape}])"
+        if len(_LABELS) < 4096:
+            _LABELS[key] = text
+    return text
 
 
 def _value_bytes(program: CudaProgram, p: CudaParam, value: Any) -> np.ndarray:
@@ -470,15 +492,15 @@ def _buffers(
                     "is not const"
                 )
             out.append(_launch.BufferArg(
-                _label(p.name, value), value.ctypes.data, value.nbytes, value
+                _label(p.name, value), value.__array_interface__["data"][0], value.nbytes, value
             ))
         else:
             arr = _value_bytes(program, p, value)
             out.append(_launch.BufferArg(
-                f"argument '{p.name}'", arr.ctypes.data, arr.nbytes, arr
+                p.name, arr.__array_interface__["data"][0], arr.nbytes, arr
             ))
     meta = np.array([shared_mem], dtype=np.int64)
-    out.append(_launch.BufferArg("launch", meta.ctypes.data, 8, meta))
+    out.append(_launch.BufferArg("launch", meta.__array_interface__["data"][0], 8, meta))
     return out
 
 
@@ -494,19 +516,18 @@ def _dynamic_decls(gen: Generated, shared_mem: int) -> tuple[SharedDecl, ...]:
 
 
 def _threads(prefix: str, grid: Sequence[int], block: Sequence[int]) -> tuple[tuple, tuple]:
-    g = tuple(int(v) for v in grid)
-    b = tuple(int(v) for v in block)
-    if len(g) != 3 or len(b) != 3:
-        raise ValueError(f"{prefix} grid and block need 3 values each, got {g} and {b}")
-    if any(v < 1 for v in b) or any(v < 0 for v in g):
+    g0, g1, g2 = (int(v) for v in grid)
+    b0, b1, b2 = (int(v) for v in block)
+    g, b = (g0, g1, g2), (b0, b1, b2)
+    if b0 < 1 or b1 < 1 or b2 < 1 or g0 < 0 or g1 < 0 or g2 < 0:
         raise ValueError(f"{prefix} grid {g} and block {b} must be positive")
-    if b[0] * b[1] * b[2] > DEFAULT_LIMITS.max_threads_per_block:
+    if b0 * b1 * b2 > DEFAULT_LIMITS.max_threads_per_block:
         raise ValueError(
-            f"{prefix} block {b} has {b[0] * b[1] * b[2]} threads; CUDA allows at most "
+            f"{prefix} block {b} has {b0 * b1 * b2} threads; CUDA allows at most "
             f"{DEFAULT_LIMITS.max_threads_per_block}"
         )
-    threads = tuple(gi * bi for gi, bi in zip(g, b, strict=True))
-    if any(t >= 2**32 for t in threads):
+    threads = (g0 * b0, g1 * b1, g2 * b2)
+    if max(threads) >= 2**32:
         raise NotImplementedError(
             f"{prefix} grid {g} x block {b} has {threads} threads per dimension; the CUDA "
             "emulator (emu-cuda) handles fewer than 2**32 threads per dimension"
@@ -577,7 +598,7 @@ def run_cuda(
     _launch.launch(
         lib, DIALECT, program.name, buffers, threads, b,
         random_order=opts.random_order, seed=opts.seed,
-        shared=gen.shared + _dynamic_decls(gen, int(shared_mem)),
+        shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic else gen.shared,
     )
 
 
