@@ -90,7 +90,7 @@ def _sig(name, src, inputs, outputs, template=()):
                           tuple(template), src, "")
 
 
-def _best(fn, reps=5):
+def _best(fn, reps=15):
     times = []
     for _ in range(reps):
         t = time.perf_counter()
