@@ -110,9 +110,12 @@ def _param_decl(p: Param, checks: bool) -> tuple[str, str]:
         )
     if checks:
         return f"cn::ptr<{elem}> {p.name}", f"  auto {var} = cn::make_ptr<{elem}>(d, {p.buffer});"
+    # Outputs are fresh arrays, distinct from every input: tell the compiler (it may then keep
+    # scalar inputs in registers and vectorise).
+    restrict = " __restrict__" if p.kind == "output" else ""
     return (
-        f"{elem}* {p.name}",
-        f"  {elem}* {var} = static_cast<{elem}*>(d->buffers[{p.buffer}].data);",
+        f"{elem}*{restrict} {p.name}",
+        f"  {elem}*{restrict} {var} = static_cast<{elem}*>(d->buffers[{p.buffer}].data);",
     )
 
 
