@@ -502,6 +502,22 @@ extern "C" __global__ void byval(float4 v, Params p, float* y) {
         k(np.array([1, 2, 3], np.float32), params, y, grid=1, block=4)
 
 
+def test_out_of_bounds_inside_a_device_function_names_the_kernel_argument():
+    k = K(r"""
+template <class T> __device__ T at(const T* p, int i) { return p[i]; }
+__device__ void put(float* __restrict__ out, int i, float v) { out[i] = v; }
+extern "C" __global__ void helpers(int n, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) put(y, i, at(x, i + 1));
+}
+""")
+    y = np.zeros(8, np.float32)
+    with pytest.raises(OutOfBoundsError, match=r"argument 'x' \(float32\[8\]\): index 8 out of "
+                                               r"bounds \(size 8\) at thread \(7,0,0\)"):
+        k(8, np.arange(8, dtype=np.float32), y)
+    np.testing.assert_array_equal(y, [1, 2, 3, 4, 5, 6, 7, 0])
+
+
 def test_device_template_on_raw_pointers_falls_back_with_a_warning():
     from cunumpy.emulation import EmulatorWarning
     from cunumpy.emulation.cuda import run_cuda
@@ -519,13 +535,13 @@ __device__ float block_total(float v) {
 extern "C" __global__ void total(int n, const float* x, float* y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     const float4* x4 = reinterpret_cast<const float4*>(x);
-    float t = block_total(load(x, i));
+    float t = block_total(load(&x[0], i));
     if (i < n) y[i] = t + x4[0].y;
 }
 """)
     y = np.zeros(128, np.float32)
     with pytest.warns(EmulatorWarning, match=r"\[emu-cuda kernel 'total'\] bounds checks of "
-                                             r"pointer arguments are off"):
+                                             r"pointer parameters of __device__ functions are off"):
         run_cuda(k, (128, np.arange(128, dtype=np.float32), y), (2, 1, 1), (64, 1, 1))
     np.testing.assert_array_equal(y, np.repeat([63 * 32 + 1, 64 * 64 + 63 * 32 + 1], 64))
 

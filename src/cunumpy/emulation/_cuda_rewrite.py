@@ -11,7 +11,8 @@ Three steps, each keeping compiler line numbers pointing at the user's text:
    of ``cn_core.h`` (bounds-checked arrays with checks on), ``extern __shared__ T a[];`` a pointer
    into the dynamic region of ``shared_mem`` bytes; declarations at namespace scope are removed
    and their later uses replaced by the arena expression. With checks on, the pointer parameters
-   of the launched ``__global__`` function become ``cn::ptr<T>`` (bounds-checked). ``extern "C"``
+   of the launched ``__global__`` function and of ``__device__`` functions become
+   ``cn::ptr<T>`` (bounds-checked). ``extern "C"``
    becomes ``extern "C++"``, so kernel names cannot clash with the C library's;
    ``reinterpret_cast`` becomes ``cn::cuda::cast``, which also takes checked pointers and shared
    arrays (its result is a raw, unchecked pointer).
@@ -301,7 +302,7 @@ def checked_param(text: str) -> str | None:
     """``cn::ptr<...>`` declaration for one pointer parameter, or None to leave it as it is
     (values, ``void*``, pointers to pointers)."""
     t = " ".join(text.split())
-    if "=" in t or "&" in t:
+    if "=" in t or "&" in t or "(" in t:
         return None
     array = re.search(r"\[\s*\]\s*$", t)
     if array:
@@ -381,8 +382,66 @@ def _param_edits(text: str, kernel_name: str) -> list[tuple[int, int, str]]:
     return edits
 
 
+_DECORATIONS = frozenset(
+    {"__launch_bounds__", "__align__", "alignas", "__attribute__", "decltype", "__declspec",
+     "__maxnreg__", "noexcept"}
+)
+
+
+def _matching(clean: str, open_paren: int) -> int:
+    depth = 0
+    for k in range(open_paren, len(clean)):
+        if clean[k] == "(":
+            depth += 1
+        elif clean[k] == ")":
+            depth -= 1
+            if depth == 0:
+                return k
+    return -1
+
+
+def _device_param_edits(text: str) -> list[tuple[int, int, str]]:
+    """Edits turning the pointer parameters of ``__device__`` functions into ``cn::ptr``
+    declarations, so arrays passed on to helpers stay checked (a raw pointer passed to such a
+    parameter becomes an unchecked ``cn::ptr``)."""
+    from cunumpy.kernels._cuda_signature import strip_comments
+
+    clean = strip_comments(text)
+    edits = []
+    ident_before = re.compile(r"([A-Za-z_]\w*)\s*$")
+    for m in re.finditer(r"\b__device__\b", clean):
+        k = m.end()
+        open_paren = -1
+        while k < len(clean):
+            c = clean[k]
+            if c in ";={}#":
+                break
+            if c == "(":
+                word = ident_before.search(clean, 0, k)
+                if word and word.group(1) in _DECORATIONS:
+                    k = _matching(clean, k)
+                    if k < 0:
+                        break
+                    k += 1
+                    continue
+                open_paren = k
+                break
+            k += 1
+        if open_paren < 0:
+            continue
+        close = _matching(clean, open_paren)
+        if close < 0:
+            continue
+        for s, e in _split_params(clean, open_paren + 1, close):
+            new = checked_param(clean[s:e])
+            if new is None:
+                continue
+            edits.append((s, e, " " + new + "\n" * clean.count("\n", s, e)))
+    return edits
+
+
 def rewrite_cuda(
-    text: str, *, checks: bool, kernel_name: str, checked_pointers: bool | None = None
+    text: str, *, checks: bool, kernel_name: str, checked_pointers: str | None = None
 ) -> CudaRewritten:
     """Rewrite CUDA source (includes already inlined) for the C++ emulator.
 
@@ -396,10 +455,12 @@ def rewrite_cuda(
     kernel_name
         The launched ``__global__`` function, whose pointer parameters become ``cn::ptr``.
     checked_pointers
-        Rewrite those parameters (default: ``checks``).
+        Which pointer parameters become ``cn::ptr``: ``"all"`` (the kernel's and those of
+        ``__device__`` functions), ``"kernel"`` or ``"none"``. Default: ``"all"`` with checks,
+        else ``"none"``.
     """
     if checked_pointers is None:
-        checked_pointers = checks
+        checked_pointers = "all" if checks else "none"
     tokens = tokenize(text)
     sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
     inside = _brace_kinds(sig)
@@ -475,8 +536,10 @@ def rewrite_cuda(
             edits.append((t.start, t.start + len(t.text), globals_[t.text]))
     if not sync and _SYNC_WORD.search(text):
         sync = True  # named in a macro (or a comment): fibers, to be safe
-    if checked_pointers:
+    if checked_pointers in ("all", "kernel"):
         edits.extend(_param_edits(text, kernel_name))
+    if checked_pointers == "all":
+        edits.extend(_device_param_edits(text))
     edits.sort(key=lambda e: e[0])
     out = []
     pos = 0

@@ -247,12 +247,13 @@ class Generated:
 
 
 def generate_source(
-    program: CudaProgram, *, checks: bool, checked_pointers: bool | None = None
+    program: CudaProgram, *, checks: bool, checked_pointers: str | None = None
 ) -> Generated:
     """The C++ translation unit of one kernel variant.
 
-    ``checked_pointers`` (default: ``checks``) declares the kernel's pointer parameters as
-    bounds-checked ``cn::ptr`` rather than raw pointers.
+    ``checked_pointers`` says which pointer parameters are declared bounds-checked
+    (``cn::ptr``) rather than raw: ``"all"`` (the kernel's and ``__device__`` functions'; the
+    default with checks), ``"kernel"`` or ``"none"`` (the default without checks).
     """
     prefix = program.prefix
     folder = Path(program.folder) if program.folder else None
@@ -392,21 +393,28 @@ def _variant(program: CudaProgram, checks: bool) -> tuple[Generated, _build.Libr
             _RECENT.clear()
         _RECENT[(id(program), checks, root)] = (program, *hit)
         return hit
-    gen = generate_source(program, checks=checks)
-    try:
-        lib = _build_variant(program, gen, checks)
-    except EmuCudaCompileError as exc:
-        if not (checks and "cn::ptr" in exc.log):
-            raise
-        # Checked pointers are class objects: a __device__ template taking `T*` cannot deduce T
-        # from them. Fall back to raw pointer parameters for this kernel.
-        gen = generate_source(program, checks=checks, checked_pointers=False)
-        lib = _build_variant(program, gen, checks)
-        first = next((ln for ln in exc.log.splitlines() if "error" in ln), "")
+    levels = ("all", "kernel", "none") if checks else ("none",)
+    first_error: EmuCudaCompileError | None = None
+    for level in levels:
+        gen = generate_source(program, checks=checks, checked_pointers=level)
+        try:
+            lib = _build_variant(program, gen, checks)
+        except EmuCudaCompileError as exc:
+            # Checked pointers are class objects: a template taking `T*` cannot deduce T from
+            # them. Retry with fewer of them; an error that remains is the kernel's own.
+            if level == levels[-1] or "cn::ptr" not in exc.log:
+                raise
+            first_error = first_error or exc
+            continue
+        break
+    if first_error is not None:
+        which = ("pointer parameters of __device__ functions are" if level == "kernel"
+                 else "pointer arguments and parameters are")
+        first = next((ln for ln in first_error.log.splitlines() if "error" in ln), "")
         warnings.warn(
-            f"{program.prefix} bounds checks of pointer arguments are off: with checked "
-            f"pointers the kernel does not compile ({first.strip()}). Shared arrays, barriers "
-            "and warp lanes are still checked",
+            f"{program.prefix} bounds checks of {which} off: with checked pointers the kernel "
+            f"does not compile ({first.strip()}). Shared arrays, barriers and warp lanes are "
+            "still checked",
             EmulatorWarning,
             stacklevel=4,
         )
