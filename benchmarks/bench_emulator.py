@@ -183,7 +183,7 @@ def bench_barrier(results, iters=200, groups=16):
                         ("checks", EmulatorOptions(checks=True))):
         run_metal(sig, [], [out], (n, 1, 1), (256, 1, 1), options=opts)
         t = _best(lambda opts=opts: run_metal(sig, [], [out], (n, 1, 1), (256, 1, 1),
-                                              options=opts), reps=3)
+                                              options=opts), reps=7)
         crossings = n * iters * 2
         results[f"barrier_crossings_per_s_{label}"] = crossings / t
 
