@@ -259,6 +259,21 @@ extern "C" __global__ void checked(int n, float* y) {
         k(5, np.zeros(8, np.float32), grid=1, block=8)
 
 
+def test_trap_stops_the_launch_and_math_constants_exist():
+    k = K(r"""
+#include <math_constants.h>
+extern "C" __global__ void trap(float* y) {
+    y[threadIdx.x] = CUDART_PI_F + (isinf(CUDART_INF_F) ? 1.0f : 0.0f);
+    if (threadIdx.x == 3) __trap();
+}
+""")
+    y = np.zeros(4, np.float32)
+    with pytest.raises(EmulationError, match=r"the kernel called __trap\(\) at trap.cu:5 at "
+                                             r"thread \(3,0,0\)"):
+        k(y, grid=1, block=4)
+    np.testing.assert_allclose(y, np.pi + 1, rtol=1e-7)
+
+
 def test_random_order_reports_its_seed():
     with pytest.raises(OutOfBoundsError, match=r"\(random order, seed 7\)"):
         emulate_cuda_kernel(SAXPY_NO_GUARD, 100, 1.0, np.ones(100, np.float32),

@@ -632,6 +632,26 @@ template <class T> inline T __ldca(const T* p) { return *p; }
 template <class T> inline T __ldcs(const T* p) { return *p; }
 template <class T> inline T __ldlu(const T* p) { return *p; }
 
+// Constants of <math_constants.h> (the include itself is dropped by the emulator).
+#define CUDART_PI_F 3.141592654f
+#define CUDART_PIO2_F 1.570796327f
+#define CUDART_2PI_F 6.283185307f
+#define CUDART_PI 3.1415926535897931e+0
+#define CUDART_PIO2 1.5707963267948966e+0
+#define CUDART_2PI 6.2831853071795862e+0
+#define CUDART_SQRT_HALF_F 0.707106781f
+#define CUDART_SQRT_2_F 1.414213562f
+#define CUDART_LN2_F 0.693147181f
+#define CUDART_L2E_F 1.442695041f
+#define CUDART_INF_F __builtin_inff()
+#define CUDART_NAN_F __builtin_nanf("")
+#define CUDART_INF __builtin_inf()
+#define CUDART_NAN __builtin_nan("")
+#define CUDART_MAX_NORMAL_F FLT_MAX
+#define CUDART_MIN_DENORM_F 1.40129846e-45f
+#define CUDART_ONE_F 1.0f
+#define CUDART_ZERO_F 0.0f
+
 // Clocks: a counter that only moves forward.
 inline long long clock64() {
   static long long c = 0;
@@ -686,6 +706,14 @@ __attribute__((noinline, cold)) inline void assert_failed(const char* expr, int 
 }
 }  // namespace cuda
 }  // namespace cn
+
+// __trap() stops the launch with a report, as it stops the kernel on a GPU.
+__attribute__((noinline, cold)) inline void __trap(int cn_line = __builtin_LINE(),
+                                                   const char* cn_file = __builtin_FILE()) {
+  cn::fail_fatal(cn::ERR_INTERNAL, cn_line, cn_file, "the kernel called __trap()");
+}
+inline void __brkpt() {}
+inline void __nanosleep(unsigned int) {}
 
 #include <assert.h>
 #undef assert
