@@ -14,8 +14,9 @@ numbers (value parameters); the kernel writes the arrays in place.
 
 What is checked (``EmulatorOptions(checks=True)``, the default):
 
-- every index into a pointer parameter of the kernel and into a ``__shared__`` array (static or
-  ``extern`` dynamic, against ``shared_mem``), negative indices included
+- every index into a pointer parameter of the kernel (also once passed on to a ``__device__``
+  function, whose pointer parameters are checked pointers too) and into a ``__shared__`` array
+  (static or ``extern`` dynamic, against ``shared_mem``), negative indices included
   (:class:`~cunumpy.emulation.errors.OutOfBoundsError`); the launch goes on (bad reads give 0, bad
   writes go nowhere) and the first failure is reported with the thread, the block and a count;
 - ``__syncthreads`` not reached by every thread of a block, or reached at different places
@@ -25,14 +26,23 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   (:class:`~cunumpy.emulation.errors.InactiveLaneError`), or that the mask leaves out, masks
   naming a lane that waits elsewhere, a calling lane missing from its own mask, shuffle widths
   that are not powers of two (:class:`~cunumpy.emulation.errors.EmulationError`);
-- device ``assert``: the launch stops with the failing thread and expression;
+- device ``assert`` and ``__trap()``: the launch stops with the failing thread and expression;
 - shared memory over 227 KiB per block.
 
-Not checked: pointers made by casts, by ``&x[i]`` or passed on to ``__device__`` functions as
-raw pointers (they are unchecked once converted), data races (threads never overlap: atomics are
-plain read-modify-writes), reads of uninitialised shared memory (it is filled with 0xFF bytes:
-NaN for floats, -1 for integers), and output elements left unwritten (pointer arguments are inputs
-as well as outputs; :func:`cunumpy.testing.assert_kernels_agree` poisons them itself).
+Not checked: pointers made by casts (``reinterpret_cast`` included) or by ``&x[i]`` (raw
+pointers; a raw pointer passed to a ``__device__`` function stays unchecked), data races (threads
+never overlap: atomics are plain read-modify-writes), reads of uninitialised shared memory (it is
+filled with 0xFF bytes: NaN for floats, -1 for integers), and output elements left unwritten
+(pointer arguments are inputs as well as outputs; :func:`cunumpy.testing.assert_kernels_agree`
+poisons them itself). When checked pointers make a kernel fail to compile (a ``__device__``
+template deducing ``T`` from ``T*``), the emulator compiles it again with raw pointers for the
+``__device__`` functions, then for the kernel too, and says so with an
+:class:`~cunumpy.emulation.errors.EmulatorWarning`.
+
+Threads of a warp run one after another between warp functions: legacy warp-synchronous code
+that relies on implicit lockstep without ``__syncwarp`` (a data race since Volta) gives
+different results here, as it may on a GPU. ``extern "C"`` is compiled with C++ linkage, so a
+kernel may be named like a C library function.
 
 Refused with :class:`NotImplementedError` naming the engine and the feature: inline PTX (``asm``),
 textures and surfaces, kernel launches from kernels, cooperative groups, CUB, Thrust, WMMA, and
