@@ -501,6 +501,22 @@ extern "C" __global__ void vec(int n, const float* x, float* y) {
     np.testing.assert_allclose(y, expected, rtol=1e-6)
 
 
+def test_cuda_only_math_functions(engine):
+    import math
+
+    k = K(r"""
+extern "C" __global__ void special(int n, const double* x, double* inv, double* cdf) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { inv[i] = erfinv(x[i]); cdf[i] = normcdf(x[i]) + (double)normcdfinvf(0.5f); }
+}
+""")
+    x = np.linspace(-0.999, 0.999, 101)
+    _, _, inv, cdf = launch(engine, k, 101, x, np.zeros(101), np.zeros(101))
+    np.testing.assert_allclose([math.erf(v) for v in inv], x, rtol=1e-12, atol=1e-14)
+    expected = [0.5 * math.erfc(-v / math.sqrt(2)) for v in x]
+    np.testing.assert_allclose(cdf, expected, rtol=1e-12, atol=1e-7)
+
+
 def test_values_of_struct_and_vector_types_without_signature_checks():
     k = K(r"""
 struct Params { float a; int b; };

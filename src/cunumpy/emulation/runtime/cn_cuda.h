@@ -511,6 +511,37 @@ inline double norm3d(double a, double b, double c) { return ::sqrt(a * a + b * b
 inline float rnorm3df(float a, float b, float c) { return 1.0f / norm3df(a, b, c); }
 inline double rnorm3d(double a, double b, double c) { return 1.0 / norm3d(a, b, c); }
 inline float rhypotf(float a, float b) { return 1.0f / hypotf(a, b); }
+// Functions CUDA has and the C library lacks: the normal CDF and the inverse error functions
+// (an initial guess refined by Newton steps on erf, to double precision).
+inline double erfinv(double y) {
+  if (y <= -1.0) return y == -1.0 ? -HUGE_VAL : NAN;
+  if (y >= 1.0) return y == 1.0 ? HUGE_VAL : NAN;
+  double w = -::log((1.0 - y) * (1.0 + y)), x;
+  if (w < 5.0) {
+    w -= 2.5;
+    x = 2.81022636e-08;
+    x = 3.43273939e-07 + x * w; x = -3.5233877e-06 + x * w; x = -4.39150654e-06 + x * w;
+    x = 0.00021858087 + x * w; x = -0.00125372503 + x * w; x = -0.00417768164 + x * w;
+    x = 0.246640727 + x * w; x = 1.50140941 + x * w;
+  } else {
+    w = ::sqrt(w) - 3.0;
+    x = -0.000200214257;
+    x = 0.000100950558 + x * w; x = 0.00134934322 + x * w; x = -0.00367342844 + x * w;
+    x = 0.00573950773 + x * w; x = -0.0076224613 + x * w; x = 0.00943887047 + x * w;
+    x = 1.00167406 + x * w; x = 2.83297682 + x * w;
+  }
+  x *= y;
+  for (int k = 0; k < 3; ++k) x -= (::erf(x) - y) / (1.1283791670955126 * ::exp(-x * x));
+  return x;
+}
+inline float erfinvf(float y) { return float(erfinv(double(y))); }
+inline double erfcinv(double y) { return erfinv(1.0 - y); }
+inline float erfcinvf(float y) { return float(erfinv(1.0 - double(y))); }
+inline double normcdf(double x) { return 0.5 * ::erfc(-x * 0.7071067811865476); }
+inline float normcdff(float x) { return float(normcdf(double(x))); }
+inline double normcdfinv(double p) { return -1.4142135623730951 * erfcinv(2.0 * p); }
+inline float normcdfinvf(float p) { return float(normcdfinv(double(p))); }
+
 inline float saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 inline float __saturatef(float x) { return saturatef(x); }
 inline float __fdividef(float a, float b) { return a / b; }
