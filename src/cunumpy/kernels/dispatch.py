@@ -69,7 +69,11 @@ _CUDA_KEYS = frozenset(("n_threads", "grid", "block", "shared_mem", "stream", "c
 _METAL_KEYS = frozenset(("n_threads", "template"))
 """Launch keywords the Metal port takes."""
 _LAUNCH_KEYS = _CUDA_KEYS | _METAL_KEYS
-_HOST_TYPES = frozenset((np.ndarray, int, float, bool, complex))
+_HOST_TYPES = frozenset((
+    np.ndarray, int, float, bool, complex, np.float16, np.float32, np.float64, np.complex64,
+    np.complex128, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.bool_,
+))
 """Argument classes that are certainly not device arrays (checked first, for speed)."""
 
 
@@ -101,6 +105,7 @@ if not isinstance(_env_data, dict):  # pragma: no cover
     _env_data = None
     _keys = (_USE_METAL, _METAL_ENGINE, _KERNEL_PORT)
 _K_USE_METAL, _K_METAL_ENGINE, _K_KERNEL_PORT = _keys
+_env_get: Callable[[Any], Any] = _env_data.get if _env_data is not None else os.environ.get
 
 _metal_setting: list[bool | None] = [None]
 """The value given to :func:`set_metal_dispatch` / :func:`use_metal`; None: automatic."""
@@ -341,6 +346,26 @@ def _getter(indices: tuple[int, ...], as_tuple: bool) -> Callable[[tuple], Any]:
     return operator.itemgetter(*indices)
 
 
+def _has_device(args: tuple) -> bool:
+    """True when an argument is device memory (has ``__cuda_array_interface__``)."""
+    for a in args:
+        cls = a.__class__
+        if cls in _HOST_TYPES:
+            continue
+        if hasattr(cls, "__cuda_array_interface__") or hasattr(a, "__cuda_array_interface__"):
+            return True
+    return False
+
+
+def _only(launch: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    """The launch keywords a port takes."""
+    return {k: v for k, v in launch.items() if k in keys}
+
+
+def _rebuild(host: Any, cuda: Any, metal: Any, name: str, missing: str, check: bool) -> Kernel:
+    return Kernel(host, cuda, metal, name=name, missing=missing, check=check)
+
+
 # ---------------------------------------------------------------------------------- the kernel
 class Kernel:
     """A host kernel with optional CUDA and Metal ports, dispatched at every call.
@@ -424,6 +449,7 @@ class Kernel:
         "_name",
         "_nparams",
         "_params",
+        "_source",
         "_warned",
     )
 
@@ -480,6 +506,13 @@ class Kernel:
             )
         self._metal_in = _getter(self._metal_inputs, as_tuple=True)
         self._metal_out = _getter(self._metal_outputs, as_tuple=False)
+        # Python finds __call__ on the type, so each kernel gets a one-off subclass holding its
+        # generated call function (same slots: the object is unchanged otherwise).
+        call = self._generate()
+        self.__class__ = type("Kernel", (Kernel,), {
+            "__slots__": (), "__call__": call, "__module__": __name__,
+            "__qualname__": "Kernel", "__doc__": Kernel.__doc__,
+        })
 
     # ------------------------------------------------------------------------------ properties
     @property
@@ -628,6 +661,7 @@ class Kernel:
         return port
 
     def _choose(self, args: tuple) -> str:
+        """The port for ``args`` now (the generated fast path makes the same decision)."""
         forced = _port_setting[0]
         if forced is None:
             forced = _port_from_environment()
@@ -635,14 +669,8 @@ class Kernel:
             if forced == "cuda" and self._cuda is not None:
                 self._check_forced_cuda(args)
             return forced
-        if _backend_state["name"] == "cupy":
+        if _backend_state["name"] == "cupy" or _has_device(args):
             return "cuda"
-        for a in args:
-            cls = a.__class__
-            if cls in _HOST_TYPES:
-                continue
-            if hasattr(cls, "__cuda_array_interface__") or hasattr(a, "__cuda_array_interface__"):
-                return "cuda"
         if self._metal is not None:
             enabled = _metal_setting[0]
             if enabled is None:
@@ -652,38 +680,154 @@ class Kernel:
         return "host"
 
     def __call__(self, *args: Any, **launch: Any) -> None:
-        """Run the port :meth:`which` picks; see the class notes for the launch keywords."""
+        """Run the port :meth:`which` picks; see the class notes for the launch keywords.
+
+        This generic version is replaced, per kernel, by a generated one that makes the same
+        decision with the argument mapping written out (:meth:`call_source`).
+        """
         if len(args) != self._nparams:
-            raise TypeError(
-                f"{self._tag()} takes {self._nparams} arguments "
-                f"({', '.join(self._params)}), got {len(args)}"
-            )
+            self._bad_arity(args)
         if launch and not launch.keys() <= _LAUNCH_KEYS:
             self._bad_keywords(launch)
-        port = self._choose(args)
-        if port == "host":
+        self._run(self._choose(args), args, launch)
+
+    def _keywords(self, launch: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+        """Check the launch keywords, and keep those in ``keys`` (the port's)."""
+        if not launch.keys() <= _LAUNCH_KEYS:
+            self._bad_keywords(launch)
+        return {k: v for k, v in launch.items() if k in keys}
+
+    def _run(self, port: str, args: tuple, launch: dict[str, Any]) -> None:
+        """Run ``port`` (as chosen by dispatch): a missing port follows the missing policy."""
+        if launch and not launch.keys() <= _LAUNCH_KEYS:
+            self._bad_keywords(launch)
+        impl = self._host if port == "host" else self._cuda if port == "cuda" else self._metal
+        if impl is None:
+            self._need(port, args)
+            self._host(*args)
+        elif port == "host":
             self._host(*args)
         elif port == "metal":
-            metal = self._metal
-            if metal is None:
-                self._need("metal", args)
-                self._host(*args)
-            elif launch:
-                metal(*self._metal_in(args), out=self._metal_out(args),
-                      **{k: v for k, v in launch.items() if k in _METAL_KEYS})
+            if launch:
+                impl(*self._metal_in(args), out=self._metal_out(args),
+                     **_only(launch, _METAL_KEYS))
             else:
-                metal(*self._metal_in(args), out=self._metal_out(args))
+                impl(*self._metal_in(args), out=self._metal_out(args))
+        elif launch:
+            impl(*args, **_only(launch, _CUDA_KEYS))
         else:
-            cuda = self._cuda
-            if cuda is None:
-                self._need("cuda", args)
-                self._host(*args)
-            elif launch:
-                if "template" in launch:
-                    launch = {k: v for k, v in launch.items() if k != "template"}
-                cuda(*args, **launch)
-            else:
-                cuda(*args)
+            impl(*args)
+
+    def call_source(self) -> str:
+        """The text of this kernel's generated call function (for reading, and for tests)."""
+        return self._source
+
+    def _generate(self) -> Callable[..., None]:
+        """Write the per-kernel call function: the decision of :meth:`_choose`, unrolled.
+
+        The arguments are unpacked into locals, the host-type test is one ``and`` chain, the
+        Metal port's inputs and outputs are written out by position, and the ports are bound as
+        globals of the function, so a call costs a few dictionary lookups and comparisons.
+        """
+        n = self._nparams
+        names = [f"a{i}" for i in range(n)]
+        lines = [
+            "def __call__(self, *args, **launch):",
+            f"    if len(args) != {n}:",
+            "        self._bad_arity(args)",
+        ]
+        if n:
+            lines.append(f"    {', '.join(names)}{',' if n == 1 else ''} = args")
+        lines += [
+            "    forced = _port_setting[0]",
+            "    if forced is None and _env_get(_K_KERNEL_PORT) is not None:",
+            "        forced = _port_from_environment()",
+            "    if forced is not None:",
+            "        if forced == 'cuda' and _cuda is not None:",
+            "            self._check_forced_cuda(args)",
+            "        self._run(forced, args, launch)",
+            "        return",
+        ]
+        host_only = " and ".join(f"{v}.__class__ in _H" for v in names) or "True"
+        lines.append(
+            f"    if _backend_state['name'] == 'cupy' or not ({host_only}) and _has_device(args):"
+        )
+        if self._cuda is not None:
+            lines += [
+                "        if not launch:",
+                "            _cuda(*args)",
+                "        elif launch.keys() <= _CUDA_KEYS:",
+                "            _cuda(*args, **launch)",
+                "        else:",
+                "            _cuda(*args, **self._keywords(launch, _CUDA_KEYS))",
+                "        return",
+            ]
+        else:
+            lines += ["        self._run('cuda', args, launch)", "        return"]
+        if self._metal is not None:
+            ins = ", ".join(names[i] for i in self._metal_inputs)
+            outs = [names[i] for i in self._metal_outputs]
+            out = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
+            call = f"_metal({ins + ', ' if ins else ''}out={out}"
+            lines += [
+                "    m = _metal_setting[0]",
+                "    if m is None:",
+                "        c = _env_cache",
+                "        if _env_get(_K_USE_METAL) is c[0] and _env_get(_K_METAL_ENGINE) is c[1]:",
+                "            m = c[2]",
+                "        else:",
+                "            m = _metal_from_environment()",
+                "    if m:",
+                "        if not launch:",
+                f"            {call})",
+                "        elif launch.keys() <= _METAL_KEYS:",
+                f"            {call}, **launch)",
+                "        else:",
+                f"            {call}, **self._keywords(launch, _METAL_KEYS))",
+                "        return",
+            ]
+        lines += [
+            "    if launch and not launch.keys() <= _LAUNCH_KEYS:",
+            "        self._bad_keywords(launch)",
+            f"    _host({', '.join(names)})",
+        ]
+        text = "\n".join(lines) + "\n"
+        namespace: dict[str, Any] = {
+            "_H": _HOST_TYPES,
+            "_LAUNCH_KEYS": _LAUNCH_KEYS,
+            "_CUDA_KEYS": _CUDA_KEYS,
+            "_METAL_KEYS": _METAL_KEYS,
+            "_port_setting": _port_setting,
+            "_metal_setting": _metal_setting,
+            "_env_cache": _env_cache,
+            "_env_get": _env_get,
+            "_K_KERNEL_PORT": _K_KERNEL_PORT,
+            "_K_USE_METAL": _K_USE_METAL,
+            "_K_METAL_ENGINE": _K_METAL_ENGINE,
+            "_port_from_environment": _port_from_environment,
+            "_metal_from_environment": _metal_from_environment,
+            "_backend_state": _backend_state,
+            "_has_device": _has_device,
+            "_only": _only,
+            "_host": self._host,
+            "_cuda": self._cuda,
+            "_metal": self._metal,
+        }
+        exec(compile(text, f"<Kernel {self._name} call>", "exec"), namespace)
+        self._source = text
+        return namespace["__call__"]
+
+    def _bad_arity(self, args: tuple) -> None:
+        raise TypeError(
+            f"{self._tag()} takes {self._nparams} arguments "
+            f"({', '.join(self._params)}), got {len(args)}"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild,
+            (self._host, self._cuda, self._metal, self._name, self._missing, self._check),
+        )
 
     def run_port(self, port: str, *args: Any, **launch: Any) -> None:
         """Run one version now, whatever the settings: ``"host"``, ``"cuda"`` or ``"metal"``.
@@ -740,16 +884,14 @@ class Kernel:
 
     def _check_forced_cuda(self, args: tuple) -> None:
         """A forced CUDA port on host arrays needs an engine that takes host arrays."""
-        if any(hasattr(a, "__cuda_array_interface__") for a in args):
-            return
         engine = getattr(self._cuda, "engine", None)
         if engine is None:
             from cunumpy.kernels._cuda_engines import default_cuda_engine
 
             engine = default_cuda_engine()
-        if getattr(engine, "array_space", "host") == "device" and any(
-            isinstance(a, np.ndarray) for a in args
-        ):
+        if getattr(engine, "array_space", "host") != "device" or _has_device(args):
+            return
+        if any(isinstance(a, np.ndarray) for a in args):
             raise TypeError(
                 f"{self._tag()} {self._why('cuda', args)} but the arguments are NumPy arrays, "
                 f"which the {getattr(engine, 'name', 'cupy')} engine cannot take; set "
@@ -777,7 +919,7 @@ class Kernel:
                 f"{self._tag()} has no {label} port ({why}); running the host kernel instead "
                 "(warned once per kernel; count_transfers() counts every fallback)",
                 PortFallbackWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         if profiling._active:
             profiling._record(
