@@ -182,9 +182,10 @@ def _failure(
             decl = next((d for d in shared if d.slot == k), None)
             label = (f"{dialect.shared} '{decl.name}' ({decl.describe()})" if decl
                      else f"{dialect.shared} {k}")
+        at = f", {file}:{r.line}" if r.line and file else ""  # where the dialect knows it
         return OutOfBoundsError(
             f"{prefix} {label}: index {r.index} out of bounds ({word} {r.extent}) {where}"
-            f"{further}{order}"
+            f"{at}{further}{order}"
         )
     if r.kind == ERR_BARRIER:
         return BarrierDivergenceError(
