@@ -404,3 +404,18 @@ def test_host_array_types_are_not_device_arrays():
     k = Kernel(host, cuda)
     k(np.float32(1.0), np.int64(3), np.array(2.0))
     assert len(host.calls) == 1
+
+
+# ---------------------------------------------------------------------- the kernel_port fixture
+def test_kernel_port_fixture_forces_each_version(kernel_port):
+    """The plugin's ``kernel_port`` fixture sends every Kernel call to one version."""
+    import os
+
+    host, cuda, metal = saxpy_ports()
+    cuda.engine = HostEngine()
+    k = Kernel(host, cuda, metal)
+    assert forced_port() == kernel_port
+    k(*_args())
+    assert _ran(host, cuda, metal) == kernel_port
+    if kernel_port == "cuda":
+        assert os.environ["CUNUMPY_CUDA_ENGINE"] == "emulator"

@@ -17,6 +17,12 @@ Fixtures
 ``metal_engine`` / ``cuda_engine``
     Parametrised over the real engine (``mlx`` / ``cupy``) and ``emulator``; the test runs with
     ``CUNUMPY_METAL_ENGINE`` / ``CUNUMPY_CUDA_ENGINE`` set to it.
+``kernel_port``
+    Parametrised over ``"host"``, ``"cuda"`` and ``"metal"``; every
+    :class:`~cunumpy.kernels.Kernel` call in the test goes to that version
+    (:func:`~cunumpy.kernels.use_port`), on NumPy arrays. The CUDA case runs on the CPU emulator
+    (``CUNUMPY_CUDA_ENGINE=emulator``); the Metal case on an Apple GPU when there is one, else on
+    the emulator. A case whose engine cannot run here skips with the reason.
 """
 
 from __future__ import annotations
@@ -116,3 +122,33 @@ def cuda_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
             pytest.skip(str(exc))
     monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", name)
     return name
+
+
+@pytest.fixture(params=["host", "cuda", "metal"])
+def kernel_port(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test once per Kernel version, with every Kernel call forced to it."""
+    from cunumpy.kernels import use_port
+
+    port = request.param
+    if port != "host":
+        from cunumpy.emulation import CompilerNotFoundError, find_compiler
+
+        engine = "emulator"
+        if port == "metal":
+            from cunumpy.kernels._availability import metal_status
+
+            if metal_status()[0]:
+                engine = "mlx"
+        if engine == "emulator":
+            try:
+                find_compiler()
+                if port == "cuda":
+                    from cunumpy.kernels import get_cuda_engine
+
+                    get_cuda_engine("emulator")
+            except (CompilerNotFoundError, RuntimeError) as exc:
+                pytest.skip(f"the {port} port cannot run here: {exc}")
+        var = "CUNUMPY_CUDA_ENGINE" if port == "cuda" else "CUNUMPY_METAL_ENGINE"
+        monkeypatch.setenv(var, engine)
+    with use_port(port):
+        yield port
