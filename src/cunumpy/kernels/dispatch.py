@@ -416,6 +416,12 @@ class Kernel:
     ``template`` to the Metal port only; the host kernel gets none. Unknown keywords raise
     TypeError. Results are written into the arguments; the call returns None.
 
+    **Inspecting**: :meth:`which` names the version a call would run, :meth:`run_port` runs one
+    version whatever the settings, :meth:`check_signatures` repeats the construction checks,
+    :attr:`metal_mapping` and :attr:`outputs` show how arguments are matched. Each kernel writes
+    its own call function at construction (:meth:`call_source`) and holds it in a one-off
+    subclass, so ``isinstance(k, Kernel)`` holds but ``type(k) is Kernel`` does not.
+
     Examples
     --------
     >>> import numpy as np
@@ -439,7 +445,6 @@ class Kernel:
         "_check",
         "_cuda",
         "_host",
-        "_host_func",
         "_metal",
         "_metal_in",
         "_metal_inputs",
@@ -475,7 +480,6 @@ class Kernel:
             )
         self._missing = missing
         self._host = host
-        self._host_func = _python_function(host)
         self._params = _host_params(host, tag)
         self._nparams = len(self._params)
         if cuda is not None and not callable(cuda):
@@ -509,9 +513,10 @@ class Kernel:
         # Python finds __call__ on the type, so each kernel gets a one-off subclass holding its
         # generated call function (same slots: the object is unchanged otherwise).
         call = self._generate()
-        self.__class__ = type("Kernel", (Kernel,), {
-            "__slots__": (), "__call__": call, "__module__": __name__,
-            "__qualname__": "Kernel", "__doc__": Kernel.__doc__,
+        cls = type(self)
+        self.__class__ = type(cls.__name__, (cls,), {
+            "__slots__": (), "__call__": call, "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
         })
 
     # ------------------------------------------------------------------------------ properties
