@@ -100,7 +100,7 @@ def test_surplus_threads_that_do_not_return_are_caught():
     # 1000 threads in blocks of 128: 24 surplus threads each read x, read y and write y.
     message = re.escape(
         "[emu-cuda kernel 'saxpy'] argument 'x' (float32[1000]): index 1000 out of bounds "
-        "(size 1000) at thread (104,0,0) block (7,0,0); 71 further failures"
+        "(size 1000) at thread (104,0,0) block (7,0,0), saxpy.cu:4; 71 further failures"
     )
     with pytest.raises(OutOfBoundsError, match=message):
         SAXPY_NO_GUARD(1000, 2.0, x, y)
@@ -116,8 +116,21 @@ extern "C" __global__ void shift(int n, float* y) {
 """)
     with pytest.raises(OutOfBoundsError, match=r"argument 'y' \(float32\[100\]\): index -1 out of "
                                                r"bounds \(size 100\) at thread \(0,0,0\) block "
-                                               r"\(0,0,0\)$"):
+                                               r"\(0,0,0\), shift.cu:4$"):
         k(100, np.zeros(100, np.float32))
+
+
+def test_an_access_the_rewrite_does_not_see_gets_no_line():
+    k = K(r"""
+extern "C" __global__ void deref(int n, const float* x, float* y) {
+    int i = threadIdx.x;
+    float v = *(x + i);
+    y[0] = v;
+}
+""")
+    with pytest.raises(OutOfBoundsError) as info:
+        k(4, np.ones(4, np.float32), np.zeros(1, np.float32), grid=1, block=5)
+    assert str(info.value).endswith("index 4 out of bounds (size 4) at thread (4,0,0) block (0,0,0)")
 
 
 def test_two_dimensional_argument_is_named_with_its_shape():
@@ -219,7 +232,8 @@ extern "C" __global__ void tile(float* y) {
 }
 """)
     with pytest.raises(OutOfBoundsError, match=r"shared array 't' \(float\[4\]\[8\]\): index 4 out "
-                                               r"of bounds \(size 4\) at thread \(4,0,0\)"):
+                                               r"of bounds \(size 4\) at thread \(4,0,0\) block "
+                                               r"\(0,0,0\), tile.cu:5;"):
         k(np.zeros(8, np.float32), grid=1, block=8)
 
 
@@ -242,7 +256,8 @@ def test_dynamic_shared_memory_is_sized_by_shared_mem(engine):
 
 def test_dynamic_shared_memory_too_small_is_caught():
     with pytest.raises(OutOfBoundsError, match=r"shared array 's' \(int\[32\]\): index 32 out of "
-                                               r"bounds \(size 32\) at thread \(32,0,0\)"):
+                                               r"bounds \(size 32\) at thread \(32,0,0\) block "
+                                               r"\(0,0,0\), reverse.cu:5;"):
         DYNAMIC_REVERSE(np.zeros(64, np.int32), grid=1, block=64, shared_mem=32 * 4)
 
 
@@ -544,7 +559,8 @@ extern "C" __global__ void helpers(int n, const float* x, float* y) {
 """)
     y = np.zeros(8, np.float32)
     with pytest.raises(OutOfBoundsError, match=r"argument 'x' \(float32\[8\]\): index 8 out of "
-                                               r"bounds \(size 8\) at thread \(7,0,0\)"):
+                                               r"bounds \(size 8\) at thread \(7,0,0\) block "
+                                               r"\(0,0,0\), helpers.cu:2$"):
         k(8, np.arange(8, dtype=np.float32), y)
     np.testing.assert_array_equal(y, [1, 2, 3, 4, 5, 6, 7, 0])
 

@@ -328,6 +328,35 @@ def checked_param(text: str) -> str | None:
     return f"{'const ' if const_ptr else ''}cn::ptr<{' '.join(pointee)}> {name}".rstrip()
 
 
+def _declared_name(decl: str) -> str | None:
+    """The parameter name at the end of a ``cn::ptr<...> name`` declaration."""
+    m = re.search(r"([A-Za-z_]\w*)\s*$", decl)
+    return m.group(1) if m and not decl.rstrip().endswith(">") else None
+
+
+_EXPRESSION_WORDS = frozenset({"return", "case", "else", "do", "co_return", "throw"})
+
+
+def _site_edits(sig: list[Token], names: set[str]) -> list[tuple[int, int, str]]:
+    """Edits spelling ``x[i]`` as ``::cn::cuda::at_site(x, __LINE__, __FILE__)[i]`` for the
+    checked names, so an out-of-bounds failure is reported with its line. Subscripts that may
+    be declarators (after a type name) are left alone."""
+    edits = []
+    for k, t in enumerate(sig[:-1]):
+        if t.kind != "ident" or t.text not in names or sig[k + 1].text != "[":
+            continue
+        prev = sig[k - 1] if k else None
+        if prev is not None and (
+            prev.text in (".", "->", "::")
+            or (prev.kind == "ident" and prev.text not in _EXPRESSION_WORDS)
+        ):
+            continue
+        edits.append(
+            (t.start, t.start + len(t.text), f"::cn::cuda::at_site({t.text}, __LINE__, __FILE__)")
+        )
+    return edits
+
+
 def _split_params(clean: str, start: int, stop: int) -> list[tuple[int, int]]:
     """Spans of the top-level comma-separated parts of ``clean[start:stop]``."""
     spans, depth, s = [], 0, start
@@ -533,13 +562,22 @@ def rewrite_cuda(
             prev = sig[k - 1].text if k else ""
             if prev in (".", "->", "::"):
                 continue
-            edits.append((t.start, t.start + len(t.text), globals_[t.text]))
+            expr = globals_[t.text]
+            if checks and k + 1 < len(sig) and sig[k + 1].text == "[":
+                expr = f"::cn::cuda::at_site({expr}, __LINE__, __FILE__)"
+            edits.append((t.start, t.start + len(t.text), expr))
     if not sync and _SYNC_WORD.search(text):
         sync = True  # named in a macro (or a comment): fibers, to be safe
+    checked_names = {d[1] for d in static} | {d[0] for d in dynamic} if checks else set()
+    param_edits = []
     if checked_pointers in ("all", "kernel"):
-        edits.extend(_param_edits(text, kernel_name))
+        param_edits += _param_edits(text, kernel_name)
     if checked_pointers == "all":
-        edits.extend(_device_param_edits(text))
+        param_edits += _device_param_edits(text)
+    edits.extend(param_edits)
+    if checks:
+        checked_names |= {n for _, _, new in param_edits if (n := _declared_name(new))}
+        edits.extend(_site_edits(sig, checked_names))
     edits.sort(key=lambda e: e[0])
     out = []
     pos = 0

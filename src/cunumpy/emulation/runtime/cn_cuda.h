@@ -794,6 +794,67 @@ inline To cast(From&& v) {
   }
 }
 
+// Source sites of checked subscripts: with checks on, the rewritten source spells `x[i]` as
+// `::cn::cuda::at_site(x, __LINE__, __FILE__)[i]` for pointer parameters and shared arrays, so an
+// out-of-bounds failure made by that subscript is reported with its line.
+template <class T> struct tarr_id;
+template <class T, int64_t N, int ID> struct tarr_id<tarr<T, N, ID>> {
+  static constexpr int value = ID;
+};
+
+// Adds `line` to the report when its first failure is this very access (same array, index and
+// thread): a failure made by an unwrapped access (`*(x + i)`) is left without a line.
+template <class A, class I>
+__attribute__((noinline, cold)) void record_site(const A* a, I i, int line, const char* file) {
+  Report* r = g.report;
+  if (!r || r->kind != ERR_OOB || r->line != 0) return;
+  using U = std::remove_cv_t<A>;
+  int64_t id, index;
+  if constexpr (is_ptr<U>::value) {
+    id = a->id;
+    index = int64_t(a->p - a->base) + int64_t(i);
+  } else if constexpr (is_tarr<U>::value) {
+    id = -1 - tarr_id<U>::value;
+    index = int64_t(i);
+  } else {
+    return;  // a raw pointer or array: nothing was checked
+  }
+  if (r->buffer != id || r->index != index) return;
+  if (const ThreadInfo* t = g.cur) {
+    for (int d = 0; d < 3; ++d)
+      if (r->thread[d] != t->tid[d] || r->group[d] != t->gid[d]) return;
+  }
+  r->line = line;
+  copy_file(r, file);
+}
+
+template <class A>
+struct sited {
+  A* a;
+  int line;
+  const char* file;
+  template <class I>
+  __attribute__((always_inline)) decltype(auto) operator[](I i) const {
+    decltype(auto) r = (*a)[i];
+    if (__builtin_expect(g.report->count != 0, 0)) record_site(a, i, line, file);
+    using R = std::remove_cv_t<std::remove_reference_t<decltype(r)>>;
+    if constexpr (is_tarr<R>::value) {
+      return sited<std::remove_reference_t<decltype(r)>>{&r, line, file};
+    } else {
+      return r;
+    }
+  }
+};
+
+template <class A>
+__attribute__((always_inline)) inline sited<A> at_site(A& a, int line, const char* file) {
+  return sited<A>{&a, line, file};
+}
+template <class A>
+__attribute__((always_inline)) inline sited<const A> at_site(const A& a, int line, const char* file) {
+  return sited<const A>{&a, line, file};
+}
+
 // A pointer argument: converts to the kernel's declared parameter type (raw or checked).
 struct PtrArg {
   void* data;
