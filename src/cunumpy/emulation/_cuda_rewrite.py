@@ -15,7 +15,9 @@ Three steps, each keeping compiler line numbers pointing at the user's text:
    ``cn::ptr<T>`` (bounds-checked). ``extern "C"``
    becomes ``extern "C++"``, so kernel names cannot clash with the C library's;
    ``reinterpret_cast`` becomes ``cn::cuda::cast``, which also takes checked pointers and shared
-   arrays (its result is a raw, unchecked pointer).
+   arrays (its result is a raw, unchecked pointer). With checks on, a subscript ``x[i]`` of a
+   checked name becomes ``cn::cuda::at_site(x, __LINE__, __FILE__)[i]``, so an out-of-bounds
+   failure is reported with its line.
 3. Feature detection: whether the text synchronises (fibers needed) and which unsupported
    features (inline PTX, textures, kernel launches from kernels) it uses.
 

@@ -18,7 +18,8 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   function, whose pointer parameters are checked pointers too) and into a ``__shared__`` array
   (static or ``extern`` dynamic, against ``shared_mem``), negative indices included
   (:class:`~cunumpy.emulation.errors.OutOfBoundsError`); the launch goes on (bad reads give 0, bad
-  writes go nowhere) and the first failure is reported with the thread, the block and a count;
+  writes go nowhere) and the first failure is reported with the thread, the block, the source
+  line of the subscript (``saxpy.cu:12``; not for ``*(x + i)`` forms) and a count;
 - ``__syncthreads`` not reached by every thread of a block, or reached at different places
   (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`): the classic kernel whose surplus
   threads ``return`` before a barrier;
