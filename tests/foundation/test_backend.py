@@ -15,14 +15,20 @@ from cunumpy import _backend
 
 @pytest.fixture
 def cupy_unusable(monkeypatch):
-    """Make CuPy unusable whatever the machine has (as on a machine without a GPU)."""
+    """Make CuPy unusable whatever the machine has (as on a machine without a GPU).
+
+    The test starts on NumPy, as a process without a GPU would (the suite's autouse fixture
+    restores the session's backend afterwards).
+    """
+    xp.set_backend("numpy")
     monkeypatch.setattr(_backend, "_cupy_status", (False, "no CUDA device (test)"))
 
 
 def test_unknown_backend_lists_valid_ones():
+    before = xp.get_backend()
     with pytest.raises(ValueError, match="numpy, cupy"):
         xp.set_backend("torch")
-    assert xp.get_backend() == "numpy"
+    assert xp.get_backend() == before
 
 
 def test_fallback_to_numpy_warns_why(cupy_unusable):
@@ -68,6 +74,7 @@ def test_cupy_backend_switch_and_restore():
 def test_names_missing_from_new_backend_are_removed(monkeypatch):
     import types
 
+    xp.set_backend("numpy")
     fake = types.ModuleType("fakecupy")
     fake.zeros = lambda *a, **k: "fake"
     monkeypatch.setattr(_backend, "_cupy_status", (True, "fake"))

@@ -8,7 +8,14 @@ import pytest
 import cunumpy as xp
 
 
-def test_numpy_names_resolve_to_numpy_objects():
+@pytest.fixture
+def numpy_backend():
+    """These tests compare against NumPy itself, whatever CUNUMPY_BACKEND chose."""
+    with xp.use_backend("numpy", strict=True):
+        yield
+
+
+def test_numpy_names_resolve_to_numpy_objects(numpy_backend):
     assert xp.zeros is np.zeros
     assert xp.float32 is np.float32
     assert xp.linalg.norm is np.linalg.norm
@@ -17,21 +24,21 @@ def test_numpy_names_resolve_to_numpy_objects():
     assert xp.pi == np.pi
 
 
-def test_every_public_numpy_name_is_reachable():
+def test_every_public_numpy_name_is_reachable(numpy_backend):
     own = set(xp.__all__)
     missing = [name for name in dir(np)
                if not name.startswith("_") and name not in own and not hasattr(xp, name)]
     assert missing == []
 
 
-def test_own_names_win_over_numpy_names():
+def test_own_names_win_over_numpy_names(numpy_backend):
     import cunumpy.testing
 
     assert xp.testing is cunumpy.testing
     assert xp.testing is not np.testing
 
 
-def test_unknown_name_raises_attribute_error_naming_backend():
+def test_unknown_name_raises_attribute_error_naming_backend(numpy_backend):
     with pytest.raises(AttributeError, match="no_such_function.*numpy"):
         xp.no_such_function  # noqa: B018
 
