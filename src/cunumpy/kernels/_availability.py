@@ -19,7 +19,8 @@ def metal_status() -> tuple[bool, str, str | None]:
     except ImportError as exc:
         return False, (
             f"MLX is not installed ({exc}); on an Apple silicon Mac install it with "
-            "pip install 'cunumpy[metal]'"
+            "pip install 'cunumpy[metal]'; elsewhere Metal kernels run on the CPU emulator "
+            "(CUNUMPY_METAL_ENGINE=emulator)"
         ), None
     except Exception as exc:
         return False, f"MLX failed to import: {type(exc).__name__}: {exc}", None
