@@ -63,7 +63,8 @@ SYNC_FUNCTIONS = frozenset(
         "sum", "product", "min", "max", "and", "or", "xor", "prefix_inclusive_sum",
         "prefix_exclusive_sum", "prefix_inclusive_product", "prefix_exclusive_product",
         "broadcast_first", "shuffle", "broadcast", "shuffle_up", "shuffle_down", "shuffle_xor",
-        "shuffle_rotate_up", "shuffle_rotate_down")}
+        "shuffle_rotate_up", "shuffle_rotate_down", "shuffle_and_fill_down",
+        "shuffle_and_fill_up")}
 )
 """Names whose use makes the emulator run the threads of a group as fibers."""
 

@@ -77,7 +77,14 @@ enum Op {
   SUM, PRODUCT, MIN, MAX, AND, OR, XOR,
   PRE_INC_SUM, PRE_EXC_SUM, PRE_INC_PRODUCT, PRE_EXC_PRODUCT,
   SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, SHUFFLE_XOR, SHUFFLE_ROTATE_UP, SHUFFLE_ROTATE_DOWN,
-  BROADCAST_FIRST, BALLOT, ALL, ANY, IS_FIRST, NOP,
+  BROADCAST_FIRST, BALLOT, ALL, ANY, IS_FIRST, NOP, FILL_DOWN, FILL_UP,
+};
+
+// Input of simd/quad_shuffle_and_fill_*: each lane deposits its data and its filling data.
+template <class T>
+struct fill_pair {
+  T data;
+  T fill;
 };
 
 template <class T>
@@ -171,6 +178,29 @@ void resolve(cn::Fiber** lanes, uint32_t width) {
         any = any || b;
       }
       for (uint32_t i = 0; i < w; ++i) if (L[i]) cn::lane_out<bool>(L[i], OP == ALL ? all : any);
+    } else if constexpr (OP == FILL_DOWN || OP == FILL_UP) {
+      // Sections of `modulo` lanes (the whole group when 0): lane j of a section reads data from
+      // lane j + delta (down) or j - delta (up) of its section; past the section's end (down)
+      // or before its start (up) it reads the filling data of the lane `modulo` further back
+      // (down) or forward (up), i.e. data and filling data are concatenated per section.
+      using U = decltype(T::data);
+      for (uint32_t i = 0; i < w; ++i) {
+        if (!L[i]) continue;
+        const int64_t delta = L[i]->arg & 0xFFFF;
+        int64_t m = (L[i]->arg >> 16) & 0xFFFF;
+        if (m == 0 || m > int64_t(w)) m = int64_t(w);
+        const int64_t base = (int64_t(i) / m) * m;
+        const int64_t k = int64_t(i) - base + (OP == FILL_DOWN ? delta : -delta);
+        const bool fill = OP == FILL_DOWN ? k >= m : k < 0;
+        const int64_t src = base + (fill ? (OP == FILL_DOWN ? k - m : k + m) : k);
+        if (src < 0 || src >= int64_t(w) || !L[src]) {
+          cn::fail_inactive(L[i], int64_t(q0) + src);
+          cn::lane_out<U>(L[i], U{});
+        } else {
+          const T& s = cn::lane_in<T>(L[src]);
+          cn::lane_out<U>(L[i], fill ? s.fill : s.data);
+        }
+      }
     }
   }
 }
@@ -248,8 +278,24 @@ CN_LANE_INDEXED(quad_shuffle_xor, SHUFFLE_XOR, 4)
 CN_LANE_INDEXED(quad_shuffle_rotate_up, SHUFFLE_ROTATE_UP, 4)
 CN_LANE_INDEXED(quad_shuffle_rotate_down, SHUFFLE_ROTATE_DOWN, 4)
 
+// simd_shuffle_and_fill_down/up (MSL 2.4) and the quad versions; modulo 0 means the whole
+// SIMD group (4 lanes for quad functions).
+#define CN_LANE_FILL(NAME, OP, W)                                                        \
+  template <class T>                                                                     \
+  inline T NAME(T data, T filling_data, ushort delta, ushort modulo = 0, CN_LANE_SITE) { \
+    return cn_lanes::exchange<cn_lanes::OP, W, T>(cn_lanes::fill_pair<T>{data, filling_data}, \
+                                                  int64_t(delta) | (int64_t(modulo) << 16), \
+                                                  line, file);                           \
+  }
+
+CN_LANE_FILL(simd_shuffle_and_fill_down, FILL_DOWN, 0)
+CN_LANE_FILL(simd_shuffle_and_fill_up, FILL_UP, 0)
+CN_LANE_FILL(quad_shuffle_and_fill_down, FILL_DOWN, 4)
+CN_LANE_FILL(quad_shuffle_and_fill_up, FILL_UP, 4)
+
 #undef CN_LANE_REDUCE
 #undef CN_LANE_INDEXED
+#undef CN_LANE_FILL
 
 inline simd_vote simd_ballot(bool b, CN_LANE_SITE) {
   return simd_vote(cn_lanes::exchange<cn_lanes::BALLOT, 0, uint64_t>(b, 0, line, file));
@@ -438,5 +484,9 @@ inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); 
 #define constant
 #define thread
 #define kernel
+// Function qualifier of Metal's standard library headers (MLX's headers use it too).
+#ifndef METAL_FUNC
+#define METAL_FUNC inline
+#endif
 
 #endif  // CN_METAL_H
