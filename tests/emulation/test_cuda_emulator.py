@@ -482,6 +482,7 @@ __global__ void __launch_bounds__(BLOCK) fill(T* __restrict__ y, T bias) {
 
 def test_kernel_named_like_a_c_library_function():
     k = K(r"""
+extern "C" int abs(int);  // a C library declaration stays C
 extern "C" {
 __global__ void div(int n, const int* a, int* q) {
     int i = threadIdx.x;

@@ -471,6 +471,13 @@ def _device_param_edits(text: str) -> list[tuple[int, int, str]]:
     return edits
 
 
+_CUDA_LINKAGE_NEXT = frozenset(
+    {"{", "__global__", "__device__", "__host__", "__forceinline__", "__noinline__", "static",
+     "inline", "template"}
+)
+"""Tokens after ``extern "C"`` that make it CUDA code (kept C for C library declarations)."""
+
+
 def rewrite_cuda(
     text: str, *, checks: bool, kernel_name: str, checked_pointers: str | None = None
 ) -> CudaRewritten:
@@ -509,7 +516,10 @@ def rewrite_cuda(
         elif t.kind == "ident" and t.text == "reinterpret_cast":
             # Works on checked pointers and shared arrays too (the result is unchecked).
             edits.append((t.start, t.start + len(t.text), "::cn::cuda::cast"))
-        elif t.kind == "string" and t.text == '"C"' and i and sig[i - 1].text == "extern":
+        elif (
+            t.kind == "string" and t.text == '"C"' and i and sig[i - 1].text == "extern"
+            and i + 1 < len(sig) and sig[i + 1].text in _CUDA_LINKAGE_NEXT
+        ):
             # C++ linkage for everything: a kernel may then share its name with a C library
             # function (div, index, ...) as it may in CUDA, where no C library is in scope.
             edits.append((t.start, t.start + len(t.text), '"C++"'))
