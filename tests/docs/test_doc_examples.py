@@ -77,6 +77,11 @@ def test_doc_example(page, index, monkeypatch, tmp_path):
     monkeypatch.setenv("CUNUMPY_METAL_ENGINE", "emulator")
     monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "emulator")
     monkeypatch.chdir(tmp_path)
+    # The pages are written for a default session (NumPy backend), also when the suite runs
+    # with CUNUMPY_BACKEND=cupy; the suite's autouse fixture restores the backend afterwards.
+    import cunumpy
+
+    cunumpy.set_backend("numpy")
     code_blocks = blocks(page)
     run = _RUNS.setdefault(page, PageRun())
     # Earlier blocks of the page first (when this block is selected on its own).

@@ -64,6 +64,7 @@ def test_cupy_available_is_cached_and_explains():
 def test_cupy_backend_switch_and_restore():
     import cupy
 
+    xp.set_backend("numpy")
     with xp.use_backend("cupy", strict=True):
         assert xp.get_backend() == "cupy"
         assert xp.zeros is cupy.zeros
