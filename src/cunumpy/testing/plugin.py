@@ -74,6 +74,16 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
         yield name
 
 
+def _skip_without_compiler() -> None:
+    """Skip the running test when the CPU emulators have no C++ compiler."""
+    from cunumpy.emulation import CompilerNotFoundError, find_compiler
+
+    try:
+        find_compiler()
+    except CompilerNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
 @pytest.fixture(params=["mlx", "emulator"])
 def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once per MetalKernel engine, selected through ``CUNUMPY_METAL_ENGINE``.
@@ -89,12 +99,7 @@ def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         if not ok:
             metal_skip_or_fail(reason)
     else:
-        from cunumpy.emulation import CompilerNotFoundError, find_compiler
-
-        try:
-            find_compiler()
-        except CompilerNotFoundError as exc:
-            pytest.skip(str(exc))
+        _skip_without_compiler()
     monkeypatch.setenv("CUNUMPY_METAL_ENGINE", name)
     return name
 
@@ -114,12 +119,7 @@ def cuda_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         if not ok:
             cuda_skip_or_fail(reason)
     else:
-        from cunumpy.emulation import CompilerNotFoundError, find_compiler
-
-        try:
-            find_compiler()
-        except CompilerNotFoundError as exc:
-            pytest.skip(str(exc))
+        _skip_without_compiler()
     monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", name)
     return name
 
