@@ -63,6 +63,9 @@ class Case:
         Tolerances for floating-point outputs; integer outputs must match exactly.
     features : tuple of str
         The MSL features the kernel exercises (checked against its text by the tests).
+    emulator_gap : str, optional
+        Why the CPU emulator cannot run this (valid MSL) kernel yet; its emulator runs are
+        expected to fail (strict xfail) until the gap is closed.
     """
 
     name: str
@@ -81,6 +84,7 @@ class Case:
     rtol: float = 1e-6
     atol: float = 0.0
     features: tuple[str, ...] = field(default_factory=tuple)
+    emulator_gap: str | None = None
 
     def kernel_kwargs(self) -> dict[str, Any]:
         """Keywords of :class:`MetalKernel` besides ``emulator_options``."""
@@ -1559,4 +1563,84 @@ _add(
     threadgroup=_TG3,
     template={"NATTR": _NATTR},
     features=("3d-grid", "partial-threadgroup", "thread-attributes"),
+)
+
+# =============================================================================================
+# Valid MSL the emulator does not run yet (strict xfail on the emulator engine only)
+# =============================================================================================
+
+# 33. C = A @ B with simdgroup_matrix: one SIMD group per 8x8 tile of C, simdgroup_load /
+# simdgroup_multiply_accumulate / simdgroup_store (the building block of MLX's GEMMs).
+_SGM_M, _SGM_K, _SGM_N = 24, 40, 32
+
+_add(
+    name="matmul_simdgroup_matrix",
+    source="""
+    uint tile_n = threadgroup_position_in_grid.x;
+    uint tile_m = threadgroup_position_in_grid.y;
+    simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    simdgroup_float8x8 ma;
+    simdgroup_float8x8 mb;
+    for (uint k = 0; k < uint(K); k += 8) {
+        simdgroup_load(ma, a + tile_m * 8 * K + k, K);
+        simdgroup_load(mb, b + k * N + tile_n * 8, N);
+        simdgroup_multiply_accumulate(acc, ma, mb, acc);
+    }
+    simdgroup_store(acc, c + tile_m * 8 * N + tile_n * 8, N);
+    """,
+    inputs=("a", "b"),
+    outputs=("c",),
+    make_args=lambda rng: Launch(
+        (_f32(rng, (_SGM_M, _SGM_K)), _f32(rng, (_SGM_K, _SGM_N))),
+        (np.empty((_SGM_M, _SGM_N), np.float32),),
+        (32 * (_SGM_N // 8), _SGM_M // 8),
+    ),
+    reference=lambda a, b: (a.astype(np.float64) @ b.astype(np.float64),),
+    threadgroup=(32, 1),
+    template={"M": _SGM_M, "K": _SGM_K, "N": _SGM_N},
+    rtol=1e-5,
+    atol=1e-5,
+    features=("simdgroup_matrix", "matrix-tile"),
+    emulator_gap="simdgroup_matrix (simdgroup_float8x8, simdgroup_load/store, "
+    "simdgroup_multiply_accumulate, make_filled_simdgroup_matrix) is not implemented: "
+    "'simdgroup_float8x8' was not declared in this scope",
+)
+
+
+# 34. Rigid rotation of particles with a float3x3 (column-major, built from three columns),
+# and back with its transpose.
+def _rotation(rng: np.random.Generator) -> np.ndarray:
+    q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    return q.astype(np.float32)
+
+
+_add(
+    name="rotate_float3x3",
+    source="""
+    uint i = thread_position_in_grid.x;
+    float3x3 R = float3x3(float3(rot[0], rot[3], rot[6]),
+                          float3(rot[1], rot[4], rot[7]),
+                          float3(rot[2], rot[5], rot[8]));
+    float3 p = float3(pos[3 * i], pos[3 * i + 1], pos[3 * i + 2]);
+    float3 q = R * p;
+    float3 back = transpose(R) * q;
+    rotated[3 * i] = q.x;
+    rotated[3 * i + 1] = q.y;
+    rotated[3 * i + 2] = q.z;
+    restored[3 * i] = back.x;
+    restored[3 * i + 1] = back.y;
+    restored[3 * i + 2] = back.z;
+    """,
+    inputs=("pos", "rot"),
+    outputs=("rotated", "restored"),
+    make_args=lambda rng: Launch(
+        (_f32(rng, (500, 3)), _rotation(rng)),
+        (np.empty((500, 3), np.float32), np.empty((500, 3), np.float32)),
+    ),
+    reference=lambda pos, rot: (pos.astype(np.float64) @ rot.T.astype(np.float64), pos),
+    rtol=1e-5,
+    atol=1e-5,
+    features=("float3x3", "transpose"),
+    emulator_gap="matrix types (float2x2 ... float4x4, matrix * vector, transpose) are not "
+    "implemented: 'float3x3' was not declared in this scope",
 )

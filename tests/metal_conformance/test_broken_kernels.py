@@ -247,3 +247,34 @@ def test_row_cache_over_the_threadgroup_memory_limit() -> None:
     msg = str(info.value)
     assert msg.startswith("[emu-metal kernel 'row_cache_too_big']")
     assert "32896 bytes of shared memory per group, over the limit of 32768 bytes" in msg
+
+
+# --------------------------------------------------------------------------- known gap
+@pytest.mark.xfail(
+    strict=True,
+    raises=(AssertionError, pytest.fail.Exception),
+    reason="a pointer declared with its MSL type (`const device float* row = x + offset;`) "
+    "is a raw pointer on the emulator: accesses through it are not bounds-checked (only "
+    "`auto row = x + offset` and direct indexing are)",
+)
+def test_row_pointer_declared_from_a_buffer_keeps_its_bounds() -> None:
+    from cunumpy.emulation import EmulatorOptions
+
+    # MLX style: a row pointer, then an off-by-one loop bound (<= instead of <). The last
+    # row's thread reads x[rows * L], one past the end. Isolated: the read must not crash pytest.
+    kernel = MetalKernel(
+        """
+        uint r = thread_position_in_grid.x;
+        const device float* row = x + r * L;
+        float s = 0.0f;
+        for (uint j = 0; j <= uint(L); ++j) {
+            s += row[j];
+        }
+        y[r] = s;
+        """,
+        inputs=["x"], outputs=["y"], name="row_sum_off_by_one",
+        emulator_options=EmulatorOptions(isolated=True),
+    )
+    x = np.ones((8, 16), np.float32)
+    with pytest.raises(OutOfBoundsError, match=r"argument 'x' \(float32\[8,16\]\): index 128 "):
+        kernel(x, out=np.empty(8, np.float32), template={"L": 16}, engine=EMU)
