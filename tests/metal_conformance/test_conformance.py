@@ -44,9 +44,10 @@ def test_kernel_matches_numpy(case: Case, metal_engine: str,
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_kernel_matches_numpy_in_random_order(case: Case, emulator: str,
-                                              request: pytest.FixtureRequest) -> None:
-    _expect_emulator_gap(case, emulator, request)
+def test_kernel_matches_numpy_in_random_order(case: Case, emulator: str) -> None:
+    if case.emulator_gap:
+        pytest.skip(f"emulator gap (expected failure in test_kernel_matches_numpy): "
+                    f"{case.emulator_gap}")
     options = EmulatorOptions(random_order=True, seed=SEED + len(case.name))
     assert_case(case, engine=emulator, emulator_options=options)
 
