@@ -1644,3 +1644,62 @@ _add(
     emulator_gap="matrix types (float2x2 ... float4x4, matrix * vector, transpose) are not "
     "implemented: 'float3x3' was not declared in this scope",
 )
+
+
+# 35. A templated block reduction in the header, MLX style: it takes a threadgroup scratch
+# array and is instantiated for float (sums) and int (counts) in one kernel.
+_TGT_N = 3000
+_TGT_HEADER = """
+template <typename T>
+METAL_FUNC T threadgroup_sum(threadgroup T* scratch, T value, uint lane, uint sg, uint nsg) {
+    T s = simd_sum(value);
+    if (lane == 0) {
+        scratch[sg] = s;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    T total = simd_sum(lane < nsg ? scratch[lane] : T(0));
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return total;
+}
+"""
+
+
+def _tg_template_reference(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    blocks = _blocks(x.astype(np.float64), 256)
+    return blocks.sum(axis=1), (blocks > 0).sum(axis=1).astype(np.int32)
+
+
+_add(
+    name="threadgroup_template_helper",
+    header=_TGT_HEADER,
+    source="""
+    threadgroup float fscratch[32];
+    threadgroup int iscratch[32];
+    uint lane = thread_index_in_simdgroup;
+    uint sg = simdgroup_index_in_threadgroup;
+    uint nsg = simdgroups_per_threadgroup;
+    float v = x[thread_position_in_grid.x];
+    float s = threadgroup_sum(fscratch, v, lane, sg, nsg);
+    int c = threadgroup_sum(iscratch, int(v > 0.0f), lane, sg, nsg);
+    if (thread_index_in_threadgroup == 0) {
+        sums[threadgroup_position_in_grid.x] = s;
+        positives[threadgroup_position_in_grid.x] = c;
+    }
+    """,
+    inputs=("x",),
+    outputs=("sums", "positives"),
+    make_args=lambda rng: Launch(
+        (_f32(rng, _TGT_N),),
+        (np.empty(_ceil_to(_TGT_N, 256) // 256, np.float32),
+         np.empty(_ceil_to(_TGT_N, 256) // 256, np.int32)),
+        _TGT_N,
+    ),
+    reference=_tg_template_reference,
+    rtol=1e-5,
+    atol=1e-5,
+    features=("header-template", "threadgroup-pointer-param", "METAL_FUNC", "simd_sum"),
+    emulator_gap="with checks on, a threadgroup array is a checked cn::tarr object, and a "
+    "header function template taking `threadgroup T*` cannot deduce T from it (\"mismatched "
+    "types 'T*' and 'cn::tarr<float, 32, 0>'\"); there is no raw-pointer fallback for "
+    "threadgroup arrays",
+)

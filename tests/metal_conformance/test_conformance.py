@@ -128,3 +128,11 @@ def test_suite_covers_launch_options() -> None:
     dtypes = {o.dtype for c in CASES for o in c.make_args(np.random.default_rng(0)).outputs}
     for d in (np.float32, np.float16, np.int32, np.uint32, np.uint16, np.complex64):
         assert np.dtype(d) in dtypes, d
+
+
+def test_threadgroup_template_helper_runs_with_checks_off(emulator: str) -> None:
+    """The gap of ``threadgroup_template_helper`` is the checked threadgroup array only: with
+    checks off (plain arrays) the same kernel compiles and matches its reference."""
+    case = next(c for c in CASES if c.name == "threadgroup_template_helper")
+    assert case.emulator_gap
+    assert_case(case, engine=emulator, emulator_options=EmulatorOptions(checks=False))
