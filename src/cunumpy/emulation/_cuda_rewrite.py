@@ -30,7 +30,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cunumpy.emulation._rewrite import SharedDecl, Token, tokenize
+from cunumpy.emulation._rewrite import (
+    SharedDecl,
+    Token,
+    _join,
+    _shared_type,
+    _split_declarator,
+    tokenize,
+)
 
 __all__ = [
     "CUDA_SYNC_FUNCTIONS",
@@ -164,52 +171,6 @@ class CudaRewritten:
     """Number of static declarations: the dynamic region is arena slot ``nstatic``."""
     dynamic: tuple[SharedDecl, ...]
     sync: bool
-
-
-def _join(tokens: list[Token]) -> str:
-    out = ""
-    prev: Token | None = None
-    for t in tokens:
-        if prev is not None and prev.kind in ("ident", "number") and t.kind in ("ident", "number"):
-            out += " "
-        out += t.text
-        prev = t
-    return out
-
-
-def _split_declarator(tokens: list[Token]) -> tuple[list[Token], str, list[str]] | None:
-    """(type tokens, name, dims) of ``T name[a][b]``."""
-    dims: list[str] = []
-    k = len(tokens)
-    while k > 0 and tokens[k - 1].text == "]":
-        depth = 0
-        m = k - 1
-        while m >= 0:
-            if tokens[m].text == "]":
-                depth += 1
-            elif tokens[m].text == "[":
-                depth -= 1
-                if depth == 0:
-                    break
-            m -= 1
-        if m < 0:
-            return None
-        dims.insert(0, _join(tokens[m + 1 : k - 1]))
-        k = m
-    if k == 0 or tokens[k - 1].kind != "ident":
-        return None
-    return tokens[: k - 1], tokens[k - 1].text, dims
-
-
-def _shared_type(ctype: str, dims: list[str], slot: int, checks: bool) -> str:
-    if not dims:
-        return ctype
-    if not checks:
-        return ctype + "".join(f"[{d}]" for d in dims)
-    out = ctype
-    for d in reversed(dims):
-        out = f"cn::tarr<{out}, ({d}), {slot}>"
-    return out
 
 
 _DECL_PREFIX = frozenset({"extern", "static", "volatile", "const", "inline"})
