@@ -178,23 +178,29 @@ def _blames_pch(log: str) -> bool:
 
 
 _DIAG = re.compile(
-    r"^(?P<file>body|header):(?P<line>\d+)(?::(?P<col>\d+))?:\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$"
+    r"^(?P<file>[^:\n]+):(?P<line>\d+)(?::(?P<col>\d+))?:\s*"
+    r"(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$"
 )
 
 
-def _compile_message(
-    prefix: str, compiler: Compiler, log: str, user_text: Mapping[str, str]
-) -> str:
-    lines = [f"{prefix} does not compile ({compiler.version}):"]
+def diagnostics(title: str, log: str, user_text: Mapping[str, str]) -> list[str]:
+    """The compiler's errors in the user's files, each followed by the offending line.
+
+    ``user_text`` maps the file names the generated source gives the user's text (through
+    ``#line``) to that text. Diagnostics in other files (the runtime headers) are left out unless
+    nothing else was reported.
+    """
+    lines = [title]
     shown = 0
     for raw in log.splitlines():
         m = _DIAG.match(raw)
-        if not m or m.group("sev") in ("warning",):
+        if not m or m.group("sev") == "warning":
             continue
-        if m.group("sev") == "note" and shown == 0:
+        file = m.group("file")
+        if file not in user_text or (m.group("sev") == "note" and shown == 0):
             continue
         lines.append(raw)
-        src = user_text.get(m.group("file"), "").splitlines()
+        src = user_text[file].splitlines()
         n = int(m.group("line"))
         if 1 <= n <= len(src):
             lines.append(f"  {n:4d} | {src[n - 1]}")
@@ -205,7 +211,15 @@ def _compile_message(
     if shown == 0:
         errors = [ln for ln in log.splitlines() if "error" in ln]
         lines.extend((errors or log.splitlines())[:20])
-    return "\n".join(lines)
+    return lines
+
+
+def _compile_message(
+    prefix: str, compiler: Compiler, log: str, user_text: Mapping[str, str]
+) -> str:
+    return "\n".join(
+        diagnostics(f"{prefix} does not compile ({compiler.version}):", log, user_text)
+    )
 
 
 def build_library(

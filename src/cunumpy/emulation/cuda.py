@@ -55,7 +55,6 @@ are ignored.
 
 from __future__ import annotations
 
-import re
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -326,34 +325,10 @@ def generate_source(
     return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync, texts)
 
 
-_DIAG = re.compile(
-    r"^(?P<file>[^:\n]+):(?P<line>\d+)(?::(?P<col>\d+))?:\s*"
-    r"(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$"
-)
-
-
 def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:
-    lines = [f"{program.prefix} does not compile for the CPU emulator (emu-cuda):"]
-    shown = 0
-    for raw in log.splitlines():
-        m = _DIAG.match(raw)
-        if not m or m.group("sev") == "warning":
-            continue
-        file = m.group("file")
-        if file not in gen.texts or (m.group("sev") == "note" and shown == 0):
-            continue
-        lines.append(raw)
-        src = gen.texts[file].splitlines()
-        k = int(m.group("line"))
-        if 1 <= k <= len(src):
-            lines.append(f"  {k:4d} | {src[k - 1]}")
-        shown += 1
-        if shown >= 12:
-            lines.append("  ... (more in the .log attribute)")
-            break
-    if shown == 0:
-        errors = [ln for ln in log.splitlines() if "error" in ln]
-        lines.extend((errors or log.splitlines())[:20])
+    lines = _build.diagnostics(
+        f"{program.prefix} does not compile for the CPU emulator (emu-cuda):", log, gen.texts
+    )
     if "__shared__" in log:
         lines.append(
             "note: the emulator rewrites __shared__ declarations written out in the source "
