@@ -1566,7 +1566,8 @@ _add(
 )
 
 # =============================================================================================
-# Valid MSL the emulator does not run yet (strict xfail on the emulator engine only)
+# SIMD-group matrices, and valid MSL the emulator does not run yet (strict xfail on the emulator
+# engine only)
 # =============================================================================================
 
 # 33. C = A @ B with simdgroup_matrix: one SIMD group per 8x8 tile of C, simdgroup_load /
@@ -1601,9 +1602,6 @@ _add(
     rtol=1e-5,
     atol=1e-5,
     features=("simdgroup_matrix", "matrix-tile"),
-    emulator_gap="simdgroup_matrix (simdgroup_float8x8, simdgroup_load/store, "
-    "simdgroup_multiply_accumulate, make_filled_simdgroup_matrix) is not implemented: "
-    "'simdgroup_float8x8' was not declared in this scope",
 )
 
 

@@ -106,6 +106,7 @@ REQUIRED_FEATURES = {
     "header helper with a device pointer": r"inline \w+ \w+\(const device float\*",
     "2-D threadgroup tile": r"threadgroup float \w+\[\w+( \+ 2)?\]\[\w+( \+ 2)?\]",
     "every thread attribute of a 3-D grid": r"dispatch_threads_per_threadgroup",
+    "simdgroup_matrix": r"simdgroup_multiply_accumulate\(",
 }
 
 

@@ -4,7 +4,10 @@
   without ``modulo``: checked against the definition (data and filling data concatenated per
   section of ``modulo`` lanes) on every engine;
 - ``METAL_FUNC``, the function qualifier of Metal's standard library headers that MLX-style
-  helper code uses.
+  helper code uses;
+- SIMD-group matrices (``simdgroup_float8x8``, ``simdgroup_half8x8``, ``simdgroup_load`` /
+  ``simdgroup_store`` with origin and transpose, ``simdgroup_multiply(_accumulate)``,
+  ``make_filled_simdgroup_matrix``, the diagonal constructor).
 """
 
 from __future__ import annotations
@@ -12,7 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cunumpy.emulation import CompilerNotFoundError, InactiveLaneError, find_compiler
+from cunumpy.emulation import (
+    CompilerNotFoundError,
+    InactiveLaneError,
+    OutOfBoundsError,
+    find_compiler,
+)
 from cunumpy.kernels import MetalKernel
 
 
@@ -119,3 +127,66 @@ METAL_FUNC float squared_norm(const device float* p, uint i) {
     x = np.arange(16, dtype=np.float32)
     y = kernel(x, out=np.empty(8, np.float32))
     np.testing.assert_array_equal(y, (x.reshape(8, 2) ** 2).sum(axis=1))
+
+
+SIMDGROUP_MATRIX_SRC = """
+    threadgroup float tile[16 * 16];
+    uint lane = thread_index_in_simdgroup;
+    for (uint k = lane; k < 256; k += 32) {
+        tile[k] = a[k];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    simdgroup_float8x8 lower_right;
+    simdgroup_float8x8 upper_right_t;
+    simdgroup_half8x8 h;
+    simdgroup_load(lower_right, tile, 16, ulong2(8, 8));
+    simdgroup_load(upper_right_t, tile, 16, ulong2(8, 0), true);
+    simdgroup_load(h, b, 8);
+    simdgroup_float8x8 hf;
+    simdgroup_float8x8 eye = simdgroup_float8x8(2.0f);
+    simdgroup_multiply(hf, eye, lower_right);
+    simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);
+    simdgroup_multiply_accumulate(acc, lower_right, upper_right_t, acc);
+    simdgroup_store(acc, c, 16);
+    simdgroup_store(hf, c, 16, ulong2(8, 0));
+    simdgroup_store(lower_right, c, 16, ulong2(0, 8), true);
+    simdgroup_half8x8 h2;
+    simdgroup_multiply(h2, h, h);
+    simdgroup_store(h2, c_half, 8);
+"""
+
+
+def test_simdgroup_matrix_operations(metal_engine: str) -> None:
+    kernel = MetalKernel(SIMDGROUP_MATRIX_SRC, inputs=["a", "b"], outputs=["c", "c_half"],
+                         name="sgm_ops", threadgroup=32, init_value=0.0)
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (16, 16)).astype(np.float32)
+    b = rng.uniform(-1, 1, (8, 8)).astype(np.float16)
+    c = np.empty((16, 16), np.float32)
+    c_half = np.empty((8, 8), np.float16)
+    kernel(a, b, out=(c, c_half), n_threads=32)
+    lr = a[8:, 8:].astype(np.float64)
+    urt = a[:8, 8:].T.astype(np.float64)
+    np.testing.assert_allclose(c[:8, :8], lr @ urt + 1.0, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(c[:8, 8:], 2.0 * lr, rtol=1e-6)
+    np.testing.assert_array_equal(c[8:, :8], a[8:, 8:].T)
+    assert (c[8:, 8:] == 0).all()  # never stored: init_value
+    h = b.astype(np.float64)
+    np.testing.assert_allclose(c_half, h @ h, rtol=2e-3, atol=2e-3)
+
+
+def test_simdgroup_store_out_of_bounds_is_reported() -> None:
+    try:
+        find_compiler()
+    except CompilerNotFoundError as exc:
+        pytest.skip(str(exc))
+    kernel = MetalKernel(
+        """
+        simdgroup_float8x8 m = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);
+        simdgroup_store(m, y, 8, ulong2(0, 4));   // rows 4..11 of an 8-row output
+        """,
+        inputs=[], outputs=["y"], name="sgm_oob", threadgroup=32, init_value=0.0,
+    )
+    with pytest.raises(OutOfBoundsError, match=r"kernel 'sgm_oob'\] output 'y' \(float32\[8,8\]\): "
+                       r"index 64 out of bounds \(size 64\) at thread \(0,0,0\)"):
+        kernel(out=np.empty((8, 8), np.float32), n_threads=32, engine="emulator")

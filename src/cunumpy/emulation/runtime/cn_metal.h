@@ -437,6 +437,88 @@ inline bool atomic_compare_exchange_strong_explicit(volatile atomic<T>* o, cn_ar
   return atomic_compare_exchange_weak_explicit(o, expected, desired, s, f);
 }
 
+// ---------------------------------------------------------------------------------------------
+// SIMD-group matrices (simdgroup_float8x8 ...). On the GPU the 64 elements are spread over the
+// 32 lanes; here every lane holds the whole matrix and every lane performs each load, multiply
+// and store (the same values, since Metal requires all lanes to make the same call with the same
+// arguments). Loads and stores index the pointer they are given, so buffer pointers stay
+// bounds-checked. Not provided: thread_elements() (the per-lane element layout is not
+// emulated).
+// ---------------------------------------------------------------------------------------------
+
+template <class T, int Cols, int Rows>
+struct simdgroup_matrix {
+  static_assert(Cols == 8 && Rows == 8, "Metal SIMD-group matrices are 8x8");
+  T e[Rows][Cols];  // row-major: e[row][column]
+  simdgroup_matrix() = default;
+  // A diagonal matrix with dval on the diagonal.
+  explicit simdgroup_matrix(T dval) {
+    for (int r = 0; r < Rows; ++r)
+      for (int c = 0; c < Cols; ++c) e[r][c] = r == c ? dval : T(0);
+  }
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+
+template <class T, int Cols, int Rows>
+inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value) {
+  simdgroup_matrix<T, Cols, Rows> m;
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < Cols; ++c) m.e[r][c] = value;
+  return m;
+}
+
+// Element (r, c) is src[(origin.y + r) * elements_per_row + origin.x + c]; transposed, the
+// matrix gets element (c, r) of that layout.
+template <class T, int Cols, int Rows, class P, class O = ulong2>
+inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, P src,
+                           ulong elements_per_row = Cols, O matrix_origin = O(0),
+                           bool transpose_matrix = false) {
+  const ulong2 o = ulong2(matrix_origin);
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < Cols; ++c) {
+      const ulong i = transpose_matrix ? ulong(c) : ulong(r), j = transpose_matrix ? ulong(r) : ulong(c);
+      d.e[r][c] = static_cast<T>(src[int64_t((o.y + i) * elements_per_row + o.x + j)]);
+    }
+}
+
+template <class T, int Cols, int Rows, class P, class O = ulong2>
+inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, P dst,
+                            ulong elements_per_row = Cols, O matrix_origin = O(0),
+                            bool transpose_matrix = false) {
+  const ulong2 o = ulong2(matrix_origin);
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < Cols; ++c) {
+      const ulong i = transpose_matrix ? ulong(c) : ulong(r), j = transpose_matrix ? ulong(r) : ulong(c);
+      dst[int64_t((o.y + i) * elements_per_row + o.x + j)] = a.e[r][c];
+    }
+}
+
+// d = a * b (+ c), accumulated in float (double for double) and rounded to T once.
+template <class T, class TA, class TB, int K, int Cols, int Rows>
+inline void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d,
+                                          const simdgroup_matrix<TA, K, Rows>& a,
+                                          const simdgroup_matrix<TB, Cols, K>& b,
+                                          const simdgroup_matrix<T, Cols, Rows>& c) {
+  using W = cn_detail::wide_t<T>;
+  simdgroup_matrix<T, Cols, Rows> out;
+  for (int r = 0; r < Rows; ++r)
+    for (int j = 0; j < Cols; ++j) {
+      W s = static_cast<W>(c.e[r][j]);
+      for (int k = 0; k < K; ++k) s += static_cast<W>(a.e[r][k]) * static_cast<W>(b.e[k][j]);
+      out.e[r][j] = static_cast<T>(s);
+    }
+  d = out;
+}
+
+template <class T, class TA, class TB, int K, int Cols, int Rows>
+inline void simdgroup_multiply(simdgroup_matrix<T, Cols, Rows>& d,
+                               const simdgroup_matrix<TA, K, Rows>& a,
+                               const simdgroup_matrix<TB, Cols, K>& b) {
+  simdgroup_multiply_accumulate(d, a, b, make_filled_simdgroup_matrix<T, Cols, Rows>(T(0)));
+}
+
 }  // namespace metal
 
 using namespace metal;
