@@ -1639,8 +1639,6 @@ _add(
     rtol=1e-5,
     atol=1e-5,
     features=("float3x3", "transpose"),
-    emulator_gap="matrix types (float2x2 ... float4x4, matrix * vector, transpose) are not "
-    "implemented: 'float3x3' was not declared in this scope",
 )
 
 

@@ -7,7 +7,10 @@
   helper code uses;
 - SIMD-group matrices (``simdgroup_float8x8``, ``simdgroup_half8x8``, ``simdgroup_load`` /
   ``simdgroup_store`` with origin and transpose, ``simdgroup_multiply(_accumulate)``,
-  ``make_filled_simdgroup_matrix``, the diagonal constructor).
+  ``make_filled_simdgroup_matrix``, the diagonal constructor);
+- matrix types (``float2x2`` ... ``float4x4``, ``half3x3``, non-square ``float2x3`` ...):
+  constructors, ``m[c]`` columns, matrix-vector and matrix-matrix products, ``transpose``,
+  ``determinant``.
 """
 
 from __future__ import annotations
@@ -190,3 +193,59 @@ def test_simdgroup_store_out_of_bounds_is_reported() -> None:
     with pytest.raises(OutOfBoundsError, match=r"kernel 'sgm_oob'\] output 'y' \(float32\[8,8\]\): "
                        r"index 64 out of bounds \(size 64\) at thread \(0,0,0\)"):
         kernel(out=np.empty((8, 8), np.float32), n_threads=32, engine="emulator")
+
+
+MATRIX_SRC = """
+    uint i = thread_position_in_grid.x;
+    const device float* p = m + 16 * i;
+    float4x4 A = float4x4(float4(p[0], p[1], p[2], p[3]), float4(p[4], p[5], p[6], p[7]),
+                          float4(p[8], p[9], p[10], p[11]), float4(p[12], p[13], p[14], p[15]));
+    float3x3 B = float3x3(p[0], p[1], p[2], p[4], p[5], p[6], p[8], p[9], p[10]);
+    float2x2 D = float2x2(p[0], p[1], p[4], p[5]);
+    float2x3 N = float2x3(B[0], B[1]);           // 2 columns of 3
+    float3x2 T = transpose(N);                   // 3 columns of 2
+    float4 v = float4(1.0f, -2.0f, 0.5f, 3.0f);
+    float4 Av = A * v;
+    float4 vA = v * A;
+    float3 Bv = B * v.xyz;
+    float2x2 TN = T * N;                         // (2x3)^T (2x3) -> 2x2
+    float3x3 BB = B * B + float3x3(1.0f);
+    BB *= 0.5f;
+    half3x3 H = half3x3(B);
+    uint o = 32 * i;
+    for (int k = 0; k < 4; ++k) { out[o + k] = Av[k]; out[o + 4 + k] = vA[k]; }
+    for (int k = 0; k < 3; ++k) { out[o + 8 + k] = Bv[k]; }
+    out[o + 11] = determinant(D);
+    out[o + 12] = determinant(B);
+    out[o + 13] = determinant(A);
+    for (int c = 0; c < 2; ++c) { out[o + 14 + 2 * c] = TN[c][0]; out[o + 15 + 2 * c] = TN[c][1]; }
+    for (int c = 0; c < 3; ++c) {
+        for (int r = 0; r < 3; ++r) { out[o + 18 + 3 * c + r] = BB[c][r]; }
+    }
+    out[o + 27] = float(H[2][1]);
+    out[o + 28] = transpose(A)[1][3];
+    out[o + 29] = 0.0f;
+    out[o + 30] = 0.0f;
+    out[o + 31] = 0.0f;
+"""
+
+
+def test_matrix_types(metal_engine: str) -> None:
+    kernel = MetalKernel(MATRIX_SRC, inputs=["m"], outputs=["out"], name="matrix_types",
+                         header="#include <metal_matrix>\n", threadgroup=8)
+    rng = np.random.default_rng(11)
+    m = rng.uniform(-1, 1, (10, 16)).astype(np.float32)
+    out = kernel(m, out=np.empty((10, 32), np.float32), n_threads=10)
+    v = np.array([1.0, -2.0, 0.5, 3.0])
+    for i in range(10):
+        cols = m[i].astype(np.float64).reshape(4, 4)  # row k of cols = column k of A
+        a = cols.T  # the matrix with those columns
+        b = a[:3, :3]
+        n = b[:, :2]
+        expected = np.concatenate([
+            a @ v, v @ a, b @ v[:3], [np.linalg.det(a[:2, :2]), np.linalg.det(b),
+                                      np.linalg.det(a)],
+            (n.T @ n).T.reshape(-1), ((b @ b + np.eye(3)) * 0.5).T.reshape(-1),
+            [b[1, 2], a.T[3, 1], 0, 0, 0],
+        ])
+        np.testing.assert_allclose(out[i], expected, rtol=2e-3, atol=2e-4, err_msg=f"row {i}")

@@ -1758,6 +1758,147 @@ inline V faceforward(const A& n, const B& i, const C& nref) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Matrices: matrix<T, C, R> is Metal's TCxR (float3x3, half2x4, ...): C columns of vec<T, R>,
+// column-major. Constructors: diagonal from one scalar, C column vectors, C*R scalars (column
+// by column), or (explicitly) a matrix of another element type. m[c] is column c. Operators: matrix * vector, vector * matrix, matrix * matrix,
+// +, -, scalar *, /; transpose and determinant.
+
+template <class T, int C, int R>
+struct matrix {
+  static_assert(C >= 2 && C <= 4 && R >= 2 && R <= 4, "Metal matrices are 2x2 to 4x4");
+  using column_type = vec<T, R>;
+  column_type columns[C];
+
+  matrix() = default;
+  explicit matrix(T d) {
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < R; ++r) columns[c][r] = c == r ? d : T(0);
+  }
+  template <class... V, std::enable_if_t<(sizeof...(V) == C) && ((cn_detail::vn<V> == R) && ...),
+                                         int> = 0>
+  matrix(const V&... cols) : columns{column_type(cols)...} {}
+  template <class... S, std::enable_if_t<(sizeof...(S) == C * R) &&
+                                             (cn_detail::is_scalar_v<cn_detail::rmcv<S>> && ...),
+                                         int> = 0>
+  matrix(S... s) {
+    const T v[] = {static_cast<T>(s)...};
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < R; ++r) columns[c][r] = v[c * R + r];
+  }
+  // element type conversion: half3x3(float3x3)
+  template <class U, std::enable_if_t<!std::is_same<U, T>::value, int> = 0>
+  explicit matrix(const matrix<U, C, R>& o) {
+    for (int c = 0; c < C; ++c) columns[c] = column_type(o.columns[c]);
+  }
+  column_type& operator[](int c) { return columns[c]; }
+  const column_type& operator[](int c) const { return columns[c]; }
+  template <class U> matrix& operator+=(const U& u) { return *this = *this + u; }
+  template <class U> matrix& operator-=(const U& u) { return *this = *this - u; }
+  template <class U> matrix& operator*=(const U& u) { return *this = *this * u; }
+  template <class U> matrix& operator/=(const U& u) { return *this = *this / u; }
+};
+
+template <class T, int C, int R>
+inline matrix<T, C, R> operator+(const matrix<T, C, R>& a, const matrix<T, C, R>& b) {
+  matrix<T, C, R> m;
+  for (int c = 0; c < C; ++c) m.columns[c] = a.columns[c] + b.columns[c];
+  return m;
+}
+template <class T, int C, int R>
+inline matrix<T, C, R> operator-(const matrix<T, C, R>& a, const matrix<T, C, R>& b) {
+  matrix<T, C, R> m;
+  for (int c = 0; c < C; ++c) m.columns[c] = a.columns[c] - b.columns[c];
+  return m;
+}
+template <class T, int C, int R>
+inline matrix<T, C, R> operator-(const matrix<T, C, R>& a) {
+  matrix<T, C, R> m;
+  for (int c = 0; c < C; ++c) m.columns[c] = -a.columns[c];
+  return m;
+}
+template <class T, int C, int R, class S, std::enable_if_t<cn_detail::is_scalar_v<S>, int> = 0>
+inline matrix<T, C, R> operator*(const matrix<T, C, R>& a, S s) {
+  matrix<T, C, R> m;
+  for (int c = 0; c < C; ++c) m.columns[c] = a.columns[c] * static_cast<T>(s);
+  return m;
+}
+template <class T, int C, int R, class S, std::enable_if_t<cn_detail::is_scalar_v<S>, int> = 0>
+inline matrix<T, C, R> operator*(S s, const matrix<T, C, R>& a) {
+  return a * s;
+}
+template <class T, int C, int R, class S, std::enable_if_t<cn_detail::is_scalar_v<S>, int> = 0>
+inline matrix<T, C, R> operator/(const matrix<T, C, R>& a, S s) {
+  matrix<T, C, R> m;
+  for (int c = 0; c < C; ++c) m.columns[c] = a.columns[c] / static_cast<T>(s);
+  return m;
+}
+// matrix * column vector (vectors, swizzles and packed vectors of C components)
+template <class T, int C, int R, class A, std::enable_if_t<(cn_detail::vn<A> == C), int> = 0>
+inline vec<T, R> operator*(const matrix<T, C, R>& m, const A& a) {
+  const vec<T, C> v = vec<T, C>(a);
+  vec<T, R> out = m.columns[0] * v[0];
+  for (int c = 1; c < C; ++c) out += m.columns[c] * v[c];
+  return out;
+}
+// row vector * matrix
+template <class T, int C, int R, class A, std::enable_if_t<(cn_detail::vn<A> == R), int> = 0>
+inline vec<T, C> operator*(const A& a, const matrix<T, C, R>& m) {
+  const vec<T, R> v = vec<T, R>(a);
+  vec<T, C> out;
+  for (int c = 0; c < C; ++c) out[c] = dot(v, m.columns[c]);
+  return out;
+}
+template <class T, int K, int C, int R>
+inline matrix<T, K, R> operator*(const matrix<T, C, R>& a, const matrix<T, K, C>& b) {
+  matrix<T, K, R> m;
+  for (int k = 0; k < K; ++k) m.columns[k] = a * b.columns[k];
+  return m;
+}
+template <class T, int C, int R>
+inline matrix<T, R, C> transpose(const matrix<T, C, R>& a) {
+  matrix<T, R, C> m;
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < R; ++r) m.columns[r][c] = a.columns[c][r];
+  return m;
+}
+template <class T>
+inline T determinant(const matrix<T, 2, 2>& m) {
+  return m[0][0] * m[1][1] - m[1][0] * m[0][1];
+}
+template <class T>
+inline T determinant(const matrix<T, 3, 3>& m) {
+  return dot(m[0], cross(m[1], m[2]));
+}
+template <class T>
+inline T determinant(const matrix<T, 4, 4>& m) {
+  // Laplace expansion along the first column, with 3x3 minors.
+  T d = T(0);
+  for (int r = 0; r < 4; ++r) {
+    matrix<T, 3, 3> minor;
+    for (int c = 1; c < 4; ++c)
+      for (int k = 0, rr = 0; k < 4; ++k)
+        if (k != r) minor.columns[c - 1][rr++] = m[c][k];
+    const T term = m[0][r] * determinant(minor);
+    d += (r % 2 == 0) ? term : -term;
+  }
+  return d;
+}
+
+#define CN_MATRIX_NAMES(T)                                                                       \
+  typedef matrix<T, 2, 2> T##2x2;                                                                \
+  typedef matrix<T, 2, 3> T##2x3;                                                                \
+  typedef matrix<T, 2, 4> T##2x4;                                                                \
+  typedef matrix<T, 3, 2> T##3x2;                                                                \
+  typedef matrix<T, 3, 3> T##3x3;                                                                \
+  typedef matrix<T, 3, 4> T##3x4;                                                                \
+  typedef matrix<T, 4, 2> T##4x2;                                                                \
+  typedef matrix<T, 4, 3> T##4x3;                                                                \
+  typedef matrix<T, 4, 4> T##4x4;
+CN_MATRIX_NAMES(float)
+CN_MATRIX_NAMES(half)
+#undef CN_MATRIX_NAMES
+
+// ---------------------------------------------------------------------------------------------
 // Integer functions.
 
 namespace cn_detail {
