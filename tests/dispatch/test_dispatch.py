@@ -239,8 +239,12 @@ def test_launch_keywords_go_to_the_port_that_takes_them():
     assert metal.calls[0][1] == {"out": args[2], "n_threads": 4, "template": {"N": 2}}
     with use_port("cuda"), use_metal(False):
         cuda.engine = HostEngine()
-        k(*args, n_threads=4, template={"N": 2}, block=64, shared_mem=0)
-    assert cuda.calls[0][1] == {"n_threads": 4, "block": 64, "shared_mem": 0}
+        k(*args, n_threads=4, template={"N": 2}, block=64, shared_mem=16)
+        k(*args, shared_mem=0, check_finite=False)  # defaults given explicitly: nothing passed
+    assert cuda.calls[0][1] == {"n_threads": 4, "block": 64, "shared_mem": 16}
+    assert cuda.calls[1][1] == {}
+    k(FakeDeviceArray(4), 2.0, FakeDeviceArray(4), n_threads=4, template={"N": 2}, stream=1)
+    assert cuda.calls[2][1] == {"n_threads": 4, "stream": 1}  # the generated CUDA branch
     with use_metal(False):
         k(*args, n_threads=4, grid=2)  # the host kernel takes none
     assert host.calls[0] == args

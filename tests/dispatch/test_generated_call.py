@@ -77,7 +77,7 @@ def test_generated_source_writes_the_mapping_out():
     assert "_host(a0, a1, a2)" in text
     assert "_cuda(*args)" in text
     host_only = Kernel(axpy).call_source()
-    assert "_metal" not in host_only and "self._run('cuda', args, launch)" in host_only
+    assert "_metal" not in host_only and "self._run('cuda', args, _given(" in host_only
 
 
 def test_kernels_of_zero_and_one_parameter():

@@ -357,6 +357,27 @@ def _has_device(args: tuple) -> bool:
     return False
 
 
+def _given(n_threads: Any, template: Any, grid: Any, block: Any, shared_mem: Any, stream: Any,
+           check_finite: Any) -> dict[str, Any]:
+    """The launch keywords of a call that differ from their defaults, as a dict."""
+    launch: dict[str, Any] = {}
+    if n_threads is not None:
+        launch["n_threads"] = n_threads
+    if template is not None:
+        launch["template"] = template
+    if grid is not None:
+        launch["grid"] = grid
+    if block is not None:
+        launch["block"] = block
+    if not (isinstance(shared_mem, int) and shared_mem == 0):
+        launch["shared_mem"] = shared_mem
+    if stream is not None:
+        launch["stream"] = stream
+    if check_finite is not False:
+        launch["check_finite"] = check_finite
+    return launch
+
+
 def _only(launch: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     """The launch keywords a port takes."""
     return {k: v for k, v in launch.items() if k in keys}
@@ -737,9 +758,12 @@ class Kernel:
         n = self._nparams
         names = [f"a{i}" for i in range(n)]
         lines = [
-            "def __call__(self, *args, **launch):",
+            "def __call__(self, *args, n_threads=None, template=None, grid=None, block=None,",
+            "             shared_mem=0, stream=None, check_finite=False, **other):",
             f"    if len(args) != {n}:",
             "        self._bad_arity(args)",
+            "    if other:",
+            "        self._bad_keywords(other)",
         ]
         if n:
             lines.append(f"    {', '.join(names)}{',' if n == 1 else ''} = args")
@@ -750,7 +774,8 @@ class Kernel:
             "    if forced is not None:",
             "        if forced == 'cuda' and _cuda is not None:",
             "            self._check_forced_cuda(args)",
-            "        self._run(forced, args, launch)",
+            "        self._run(forced, args, _given(n_threads, template, grid, block, shared_mem,",
+            "                                       stream, check_finite))",
             "        return",
         ]
         host_only = " and ".join(f"{v}.__class__ in _H" for v in names) or "True"
@@ -759,16 +784,23 @@ class Kernel:
         )
         if self._cuda is not None:
             lines += [
-                "        if not launch:",
-                "            _cuda(*args)",
-                "        elif launch.keys() <= _CUDA_KEYS:",
-                "            _cuda(*args, **launch)",
+                "        if (grid is None and block is None and shared_mem == 0 and stream is None",
+                "                and check_finite is False):",
+                "            if n_threads is None:",
+                "                _cuda(*args)",
+                "            else:",
+                "                _cuda(*args, n_threads=n_threads)",
                 "        else:",
-                "            _cuda(*args, **self._keywords(launch, _CUDA_KEYS))",
+                "            _cuda(*args, **_given(n_threads, None, grid, block, shared_mem, stream,",
+                "                                  check_finite))",
                 "        return",
             ]
         else:
-            lines += ["        self._run('cuda', args, launch)", "        return"]
+            lines += [
+                "        self._run('cuda', args, _given(n_threads, template, grid, block, "
+                "shared_mem, stream, check_finite))",
+                "        return",
+            ]
         if self._metal is not None:
             ins = ", ".join(names[i] for i in self._metal_inputs)
             outs = [names[i] for i in self._metal_outputs]
@@ -783,19 +815,16 @@ class Kernel:
                 "        else:",
                 "            m = _metal_from_environment()",
                 "    if m:",
-                "        if not launch:",
-                f"            {call})",
-                "        elif launch.keys() <= _METAL_KEYS:",
-                f"            {call}, **launch)",
+                "        if template is None:",
+                "            if n_threads is None:",
+                f"                {call})",
+                "            else:",
+                f"                {call}, n_threads=n_threads)",
                 "        else:",
-                f"            {call}, **self._keywords(launch, _METAL_KEYS))",
+                f"            {call}, n_threads=n_threads, template=template)",
                 "        return",
             ]
-        lines += [
-            "    if launch and not launch.keys() <= _LAUNCH_KEYS:",
-            "        self._bad_keywords(launch)",
-            f"    _host({', '.join(names)})",
-        ]
+        lines.append(f"    _host({', '.join(names)})")
         text = "\n".join(lines) + "\n"
         namespace: dict[str, Any] = {
             "_H": _HOST_TYPES,
@@ -813,7 +842,7 @@ class Kernel:
             "_metal_from_environment": _metal_from_environment,
             "_backend_state": _backend_state,
             "_has_device": _has_device,
-            "_only": _only,
+            "_given": _given,
             "_host": self._host,
             "_cuda": self._cuda,
             "_metal": self._metal,
