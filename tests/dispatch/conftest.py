@@ -5,6 +5,18 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _numpy_backend():
+    """Dispatch tests start on NumPy, also when the suite runs with CUNUMPY_BACKEND=cupy.
+
+    The cases that need the CuPy backend switch to it themselves (and are ``requires_cuda``); the
+    suite's own autouse fixture restores the session's backend afterwards.
+    """
+    import cunumpy
+
+    cunumpy.set_backend("numpy")
+
+
 @pytest.fixture
 def emu_metal(monkeypatch):
     """MetalKernel launches run on the CPU emulator (Metal dispatch is then on by default)."""
