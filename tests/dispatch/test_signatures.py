@@ -181,6 +181,7 @@ def test_name_defaults_to_the_host_name():
 
 def test_cunumpy_import_does_not_import_numba_or_testing():
     import json
+    import os
     import subprocess
     import sys
 
@@ -189,17 +190,18 @@ def test_cunumpy_import_does_not_import_numba_or_testing():
             "print(json.dumps([m for m in ('numba', 'pytest', 'cunumpy.testing') "
             "if m in sys.modules]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, env={"PATH": "", "CUNUMPY_BACKEND": "numpy"})
+                          check=True, env={**os.environ, "CUNUMPY_BACKEND": "numpy"})
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
 
 def test_cunumpy_testing_import_does_not_import_pytest():
     import json
+    import os
     import subprocess
     import sys
 
     code = ("import cunumpy.testing, sys, json\n"
             "print(json.dumps([m for m in ('pytest',) if m in sys.modules]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, env={"PATH": "", "CUNUMPY_BACKEND": "numpy"})
+                          check=True, env={**os.environ, "CUNUMPY_BACKEND": "numpy"})
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []

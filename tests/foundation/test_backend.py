@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -90,7 +91,7 @@ def test_names_missing_from_new_backend_are_removed(monkeypatch):
 def _run_import(env_value):
     code = ("import warnings, cunumpy as xp\n"
             "print(xp.get_backend())")
-    env = {"PATH": "", "CUNUMPY_BACKEND": env_value, "PYTHONWARNINGS": "always"}
+    env = {**os.environ, "CUNUMPY_BACKEND": env_value, "PYTHONWARNINGS": "always"}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -19,5 +20,5 @@ def test_import_pulls_in_no_optional_library(statement):
         f"print(json.dumps(sorted(m for m in {OPTIONAL!r} if m in sys.modules)))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, env={"PATH": "", "CUNUMPY_BACKEND": "numpy"})
+                          check=True, env={**os.environ, "CUNUMPY_BACKEND": "numpy"})
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
