@@ -67,3 +67,42 @@ def test_metal_includes_are_dropped():
 def test_tokenizer_round_trips():
     src = 'a = b->c<<=2; // x\n#define Q 1\ns = R"(raw)"; c = \'x\';\n'
     assert "".join(t.text for t in tokenize(src)) == src
+
+
+def test_local_pointer_declarations_become_checked_pointers():
+    src = ("threadgroup float s[32], t[2][4];\n"
+           "const device float* row = x + r * L;\n"
+           "device float *lo = y,\n  *hi = y + 8;\n"
+           "device float* a = y, n = 0;\n"
+           "threadgroup float* p = s;\n"
+           "for (constant int* q = c; q != c + 4; ++q) {}\n"
+           "const device float* const* pp = &row;\n"
+           "float4 v = ((const device float4*)x)[0];\n"
+           "struct S { device float* d; threadgroup float* e; };\n"
+           "f(s, sizeof(s), t, s[1], &s[2]);\n"
+           "float s2 = 1;\n")
+    out = rewrite(src, checks=True, checked_pointers=True, in_function=True)
+    assert out.text.count("\n") == src.count("\n")
+    text = out.text
+    assert "cn::ptr<const float> row = x + r * L;" in text
+    assert "cn::ptr<float> lo = y,\n   hi = y + 8;" in text     # every declarator a pointer
+    assert "device float* a = y, n = 0;" in text                  # mixed: left raw
+    assert "cn::ptr<float> p = cn::tview(s);" in text
+    assert "for (cn::ptr<const int> q = c; q != c + 4; ++q)" in text
+    assert "cn::ptr<const float> const* pp = &row;" in text
+    assert "((const device float4*)x)[0]" in text                 # casts stay raw
+    assert "struct S { device float* d;   float* e; };" in text   # members stay raw
+    assert "f(cn::tview(s), sizeof(s), cn::tview(t), s[1], &s[2]);" in text
+    assert "float s2 = 1;" in text
+    off = rewrite(src, checks=True, in_function=True).text
+    assert "cn::ptr" not in off and "cn::tview" not in off
+
+
+def test_threadgroup_pointer_parameters_become_checked_pointers():
+    src = ("template <typename T>\nMETAL_FUNC T sum(threadgroup T* s, const threadgroup T* r,"
+           " uint n) {\n  threadgroup T* q = s + 1;\n  return q[n];\n}\n")
+    out = rewrite(src, checks=True, checked_params=True, checked_pointers=True).text
+    assert "T sum(cn::ptr<T> s, cn::ptr<const T> r, uint n)" in out
+    assert "cn::ptr<T> q = s + 1;" in out
+    raw = rewrite(src, checks=True, checked_params=True).text
+    assert "T sum(  T* s, const   T* r, uint n)" in raw  # the keyword dropped, nothing else

@@ -1566,8 +1566,8 @@ _add(
 )
 
 # =============================================================================================
-# SIMD-group matrices, and valid MSL the emulator does not run yet (strict xfail on the emulator
-# engine only)
+# SIMD-group matrices, matrix types and a templated threadgroup-pointer helper (cases that once
+# were emulator gaps, strict xfails on the emulator engine)
 # =============================================================================================
 
 # 33. C = A @ B with simdgroup_matrix: one SIMD group per 8x8 tile of C, simdgroup_load /
@@ -1694,8 +1694,4 @@ _add(
     rtol=1e-5,
     atol=1e-5,
     features=("header-template", "threadgroup-pointer-param", "METAL_FUNC", "simd_sum"),
-    emulator_gap="with checks on, a threadgroup array is a checked cn::tarr object, and a "
-    "header function template taking `threadgroup T*` cannot deduce T from it (\"mismatched "
-    "types 'T*' and 'cn::tarr<float, 32, 0>'\"); there is no raw-pointer fallback for "
-    "threadgroup arrays",
 )

@@ -249,14 +249,7 @@ def test_row_cache_over_the_threadgroup_memory_limit() -> None:
     assert "32896 bytes of shared memory per group, over the limit of 32768 bytes" in msg
 
 
-# --------------------------------------------------------------------------- known gap
-@pytest.mark.xfail(
-    strict=True,
-    raises=(AssertionError, pytest.fail.Exception),
-    reason="a pointer declared with its MSL type (`const device float* row = x + offset;`) "
-    "is a raw pointer on the emulator: accesses through it are not bounds-checked (only "
-    "`auto row = x + offset` and direct indexing are)",
-)
+# ------------------------------------------------------------- pointers declared in the body
 def test_row_pointer_declared_from_a_buffer_keeps_its_bounds() -> None:
     from cunumpy.emulation import EmulatorOptions
 

@@ -131,9 +131,16 @@ def test_suite_covers_launch_options() -> None:
         assert np.dtype(d) in dtypes, d
 
 
-def test_threadgroup_template_helper_runs_with_checks_off(emulator: str) -> None:
-    """The gap of ``threadgroup_template_helper`` is the checked threadgroup array only: with
-    checks off (plain arrays) the same kernel compiles and matches its reference."""
+def test_threadgroup_template_helper_runs_with_checks_on_and_off(emulator: str) -> None:
+    """``threadgroup_template_helper`` (a header template taking ``threadgroup T*``) compiles
+    with checked threadgroup arrays, without falling back, and with plain arrays."""
+    import warnings
+
+    from cunumpy.emulation import EmulatorWarning
+
     case = next(c for c in CASES if c.name == "threadgroup_template_helper")
-    assert case.emulator_gap
+    assert not case.emulator_gap
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmulatorWarning)
+        assert_case(case, engine=emulator, emulator_options=EmulatorOptions(checks=True))
     assert_case(case, engine=emulator, emulator_options=EmulatorOptions(checks=False))

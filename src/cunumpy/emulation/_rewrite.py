@@ -5,7 +5,10 @@ untouched) finds the few constructs plain C++ cannot express:
 
 - ``threadgroup T name[N][M];`` and ``threadgroup T name;`` declarations become references into
   the per-group shared arena (``cn::tg_alloc``), bounds-checked arrays when checks are on;
-- every other ``threadgroup`` (pointer types, parameters) is removed;
+- with checked pointers, pointer parameters and local pointer declarations with an address space
+  (``const device T* p = x + k;``) become ``cn::ptr``, and a threadgroup array named without a
+  subscript becomes a checked pointer (``cn::tview``);
+- every other ``threadgroup`` (casts, class members, unchecked builds) is removed;
 - half literals ``1.5h`` / ``2h`` become ``half(1.5f)`` / ``half(2.0f)``;
 - ``#include <metal_stdlib>`` (and other ``metal_*`` headers) is dropped: the runtime provides it.
 
@@ -197,16 +200,18 @@ def _shared_type(ctype: str, dims: list[str], slot: int, checks: bool) -> str:
     return out
 
 
-def _checked_parameter(sig: list[Token], i: int) -> tuple[int, int, str] | None:
-    """If ``sig[i]`` (``device``/``constant``) starts a pointer parameter such as
-    ``const device T* name``, (first token, the ``*`` token, checked type text), else None."""
+_STATEMENT_START = frozenset({";", "{", "}"})
+_CLASS_KEYS = frozenset({"struct", "class", "union", "enum"})
+
+
+def _pointer_type(sig: list[Token], i: int) -> tuple[int, int, str] | None:
+    """If ``sig[i]`` (``device``/``constant``/``threadgroup``) starts a pointer type such as
+    ``const device T* const``, (first token, the ``*`` token, checked type text), else None."""
     start = i
-    const = False
+    const = sig[i].text == "constant"  # the constant address space is read-only
     if i > 0 and sig[i - 1].text == "const":
         start = i - 1
         const = True
-    if start == 0 or sig[start - 1].text not in ("(", ","):
-        return None
     depth = 0
     j = i + 1
     type_tokens: list[Token] = []
@@ -226,20 +231,133 @@ def _checked_parameter(sig: list[Token], i: int) -> tuple[int, int, str] | None:
         j += 1
     else:
         return None
-    if not type_tokens or j + 2 >= len(sig):
-        return None
-    name, after = sig[j + 1], sig[j + 2]
-    if name.kind != "ident" or name.text in ("const", "restrict") or after.text not in (",", ")", "="):
-        return None
     if any(t.text == "const" for t in type_tokens):
         const = True
         type_tokens = [t for t in type_tokens if t.text != "const"]
-    ctype = _join(type_tokens)
-    return start, j, f"cn::ptr<{'const ' if const else ''}{ctype}>"
+    if not type_tokens or any(t.text in _SPACES for t in type_tokens):
+        return None
+    return start, j, f"cn::ptr<{'const ' if const else ''}{_join(type_tokens)}>"
+
+
+_SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
+
+
+def _declared_name(sig: list[Token], star: int, indirect: bool = False) -> int | None:
+    """Index of the name declared after the ``*`` at ``star`` (``* name`` or ``* const name``;
+    with ``indirect``, also ``* const* name``: a pointer to a pointer)."""
+    k = star + 1
+    while k < len(sig) and (sig[k].text == "const" or (indirect and sig[k].text == "*")):
+        k += 1
+    if k >= len(sig) or sig[k].kind != "ident" or sig[k].text in ("const", "restrict"):
+        return None
+    return k
+
+
+def _checked_parameter(sig: list[Token], i: int) -> tuple[int, int, str] | None:
+    """If ``sig[i]`` (``device``/``constant``/``threadgroup``) starts a pointer parameter such as
+    ``const device T* name``, (first token, the ``*`` token, checked type text), else None."""
+    found = _pointer_type(sig, i)
+    if found is None:
+        return None
+    start, star, ctype = found
+    if start == 0 or sig[start - 1].text not in ("(", ","):
+        return None
+    if start >= 2 and sig[start - 1].text == "(" and sig[start - 2].text == "for":
+        return None  # a for-init statement, not a parameter
+    name = _declared_name(sig, star)
+    if name is None or name + 1 >= len(sig) or sig[name + 1].text not in (",", ")", "="):
+        return None
+    return start, star, ctype
+
+
+def _local_pointer(
+    sig: list[Token], i: int, in_function: bool
+) -> tuple[int, int, str, list[int]] | None:
+    """If ``sig[i]`` starts a local pointer declaration such as ``const device T* p = x + k;``
+    (a statement in a function, or a for-init statement), (first token, the ``*`` token,
+    checked type text, the ``*`` tokens of further declarators ``, *q = y``), else None."""
+    found = _pointer_type(sig, i)
+    if found is None:
+        return None
+    start, star, ctype = found
+    prev = sig[start - 1].text if start > 0 else ";"
+    for_init = prev == "(" and start >= 2 and sig[start - 2].text == "for"
+    if not (for_init or (prev in _STATEMENT_START and in_function)):
+        return None
+    # `const device T* const* pp = &p;` points at a local pointer, which is checked too.
+    name = _declared_name(sig, star, indirect=True)
+    if name is None or name + 1 >= len(sig) or sig[name + 1].text not in ("=", ";", ","):
+        return None
+    # Further declarators must be pointers too (`*q = y`); `, n = 0` declares a T: keep raw.
+    stars: list[int] = []
+    depth = 0
+    k = name + 1
+    while k < len(sig):
+        t = sig[k].text
+        if t in ("(", "[", "{"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            if depth == 0:
+                return None
+            depth -= 1
+        elif depth == 0 and t == ";":
+            break
+        elif depth == 0 and t == ",":
+            if not (k + 1 < len(sig) and sig[k + 1].text == "*"):
+                return None
+            if _declared_name(sig, k + 1, indirect=True) is None:
+                return None
+            stars.append(k + 1)
+        k += 1
+    else:
+        return None
+    return start, star, ctype, stars
+
+
+def _brace_kind(sig: list[Token], k: int) -> str:
+    """What the ``{`` at ``sig[k]`` opens: a class body, a namespace, an initializer, a block."""
+    j = k - 1
+    seen: set[str] = set()
+    while j >= 0 and sig[j].text not in _STATEMENT_START:
+        seen.add(sig[j].text)
+        j -= 1
+    if "namespace" in seen:
+        return "namespace"
+    if seen & _CLASS_KEYS and "(" not in seen:
+        return "class"
+    if "=" in seen and ")" not in seen:
+        return "init"
+    return "block"
+
+
+_NOT_A_USE = frozenset({".", "->", "::", "&", "*", "~", "sizeof", "decltype", "alignof",
+                        "typeof", ">"})
+
+
+def _bare_array_use(sig: list[Token], i: int) -> bool:
+    """Whether the name at ``sig[i]`` (a threadgroup array) is used without a subscript as a
+    value (an argument, an initializer), rather than subscripted or declared anew."""
+    nxt = sig[i + 1].text if i + 1 < len(sig) else ""
+    if nxt == "[":
+        return False
+    if i == 0:
+        return False
+    prev = sig[i - 1]
+    if prev.text in _NOT_A_USE:
+        return False
+    if prev.text == "(" and i >= 2 and sig[i - 2].text in _NOT_A_USE:
+        return False  # sizeof(s), decltype(s)
+    return not (prev.kind == "ident" and prev.text not in ("return", "case"))
 
 
 def rewrite(
-    text: str, *, checks: bool, first_slot: int = 0, checked_params: bool = False
+    text: str,
+    *,
+    checks: bool,
+    first_slot: int = 0,
+    checked_params: bool = False,
+    checked_pointers: bool = False,
+    in_function: bool = False,
 ) -> Rewritten:
     """Rewrite one piece of kernel source (a header or a body) for the C++ emulator.
 
@@ -255,6 +373,14 @@ def rewrite(
     checked_params
         Declare ``device``/``constant`` pointer parameters of functions as bounds-checked
         ``cn::ptr`` (for header helpers, so buffers passed to them stay checked).
+    checked_pointers
+        Keep pointers checked: ``threadgroup`` pointer parameters and local pointer declarations
+        with an address space (``const device T* p = x + k;``, ``threadgroup T* q = s;``, in a
+        function or a for-init statement) become ``cn::ptr``, and a one-dimensional threadgroup
+        array named without a subscript becomes a checked pointer (``cn::tview``). Pointers made
+        by casts or ``&x[i]`` stay unchecked; class members and pointers to pointers stay raw.
+    in_function
+        The text is a function body (the kernel's), so its statements declare local variables.
     """
     tokens = tokenize(text)
     sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
@@ -269,25 +395,54 @@ def rewrite(
         if t.kind == "pp" and _METAL_INCLUDE.match(t.text):
             # The emulator's runtime already provides the Metal standard library.
             edits.append((t.start, t.start + len(t.text), ""))
+    braces: list[str] = []
+    arrays: set[str] = set()  # threadgroup arrays declared so far
+
+    def replace_type(first: int, star: int, ctype: str) -> None:
+        stop = sig[star].start + 1
+        newlines = text.count("\n", sig[first].start, stop)
+        gap = "" if text[stop : stop + 1].isspace() else " "  # `T *p`: keep `p` apart
+        edits.append((sig[first].start, stop, ctype + gap + "\n" * newlines))
+
     i = 0
     while i < len(sig):
         t = sig[i]
+        if t.text == "{":
+            braces.append(_brace_kind(sig, i))
+        elif t.text == "}":
+            if braces:
+                braces.pop()
         if t.kind == "number":
             lit = _half_literal(t.text)
             if lit:
                 edits.append((t.start, t.start + len(t.text), lit))
         elif t.kind == "ident" and t.text in SYNC_FUNCTIONS:
             sync = True
-        elif checked_params and t.kind == "ident" and t.text in ("device", "constant"):
-            found_param = _checked_parameter(sig, i)
+        elif checked_pointers and t.kind == "ident" and t.text in arrays:
+            if _bare_array_use(sig, i):
+                edits.append((t.start, t.start + len(t.text), f"cn::tview({t.text})"))
+        if (checked_params or checked_pointers) and t.kind == "ident" and t.text in (
+            "device", "constant", "threadgroup"
+        ):
+            found_param = None
+            if checked_pointers or t.text != "threadgroup":
+                found_param = _checked_parameter(sig, i)
             if found_param:
-                first, star, ctype = found_param
-                stop = sig[star].start + 1
-                newlines = text.count("\n", sig[first].start, stop)
-                edits.append((sig[first].start, stop, ctype + "\n" * newlines))
+                replace_type(*found_param)
+                i = found_param[1] + 1
+                continue
+            scope = braces[-1] if braces else ("block" if in_function else "namespace")
+            found_local = (
+                _local_pointer(sig, i, scope == "block") if checked_pointers else None
+            )
+            if found_local:
+                first, star, ctype, stars = found_local
+                replace_type(first, star, ctype)
+                for k in stars:
+                    edits.append((sig[k].start, sig[k].start + 1, " "))
                 i = star + 1
                 continue
-        elif t.kind == "ident" and t.text == "threadgroup":
+        if t.kind == "ident" and t.text == "threadgroup":
             found = _declaration(sig, i)
             decls = None
             if found:
@@ -314,6 +469,8 @@ def rewrite(
             for _, name, dims in decls:
                 slot = first_slot + len(shared)
                 shared.append(SharedDecl(slot, name, ctype, tuple(dims)))
+                if dims:
+                    arrays.add(name)
                 pieces.append(
                     f"auto& {name} = cn::tg_alloc<{_shared_type(ctype, dims, slot, checks)}>"
                     f"({slot});"

@@ -20,15 +20,32 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
 - SIMD/quad functions reading a lane that is not active (:class:`InactiveLaneError`);
 - threadgroup memory over Metal's 32 KiB.
 
-Buffers stay checked through pointer arithmetic (``x + k``) and through helper functions of the
-header whose parameters are ``device``/``constant`` pointers (those parameters are rewritten to
-checked pointers). Should a header function template then fail to deduce its type from a checked
-pointer, the kernel is rebuilt with raw buffer pointers and an :class:`EmulatorWarning` says so.
+Checks follow pointers (``checks=True``): pointer arithmetic (``x + k``); pointers declared with
+their Metal type in the body or a header function, as a statement or a for-init statement
+(``const device float* row = x + k;``, ``threadgroup float* p = tile;``, several ``*p = .., *q
+= ..`` declarators, a pointer to such a pointer), which are rewritten to checked pointers; and
+``device``/``constant``/``threadgroup`` pointer parameters of header functions. A failure names
+the buffer argument or threadgroup array the pointer came from, with the index counted from its
+start. A one-dimensional threadgroup array named without a subscript (``f(tile)``) is passed as
+a checked pointer, so a header template taking ``threadgroup T*`` deduces ``T``. Should a header
+function template still fail to deduce its type from a checked pointer or array (called with
+``&x[i]``, or with a row of a 2-D threadgroup array), the kernel is rebuilt with raw buffer
+pointers, then if need be plain threadgroup arrays, and an :class:`EmulatorWarning` says which
+checks are off.
 
-Not checked: pointers made by casts or ``&x[i]`` (they are raw pointers), data races between
-threads, reads of uninitialised threadgroup memory (it is poisoned with NaN / -1 bytes instead),
-infinite loops. A kernel that corrupts memory through an unchecked pointer can crash Python;
-``EmulatorOptions(isolated=True)`` turns that into a :class:`KernelCrashError`.
+What the emulator runs, beyond the scalar, vector and math library: threadgroup memory,
+barriers, atomics, SIMD-group and quad-group functions (``simd_shuffle_and_fill_up/down`` and
+the quad forms included), SIMD-group matrices (``simdgroup_float8x8`` and the half/bfloat forms,
+``simdgroup_load``/``simdgroup_store``, ``simdgroup_multiply(_accumulate)``), matrix types
+(``float2x2`` ... ``float4x4``, half and non-square ones), ``METAL_FUNC``, and the predefined
+``__METAL_VERSION__`` (310) and ``__HAVE_BFLOAT__``.
+
+Not checked: pointers made by casts or ``&x[i]`` (raw pointers, also when stored in a declared
+pointer), pointers in struct members, declarations mixing pointers and values (``device float
+*p = y, n = 0;``), data races between threads, reads of uninitialised threadgroup memory (it is
+poisoned with NaN / -1 bytes instead), infinite loops. A kernel that corrupts memory through an
+unchecked pointer can crash Python; ``EmulatorOptions(isolated=True)`` turns that into a
+:class:`KernelCrashError`.
 """
 
 from __future__ import annotations
@@ -120,17 +137,31 @@ def _param_decl(p: Param, checks: bool) -> tuple[str, str]:
 
 
 def generate_source(
-    signature: MetalSignature, *, checks: bool, checked_buffers: bool | None = None
+    signature: MetalSignature,
+    *,
+    checks: bool,
+    checked_buffers: bool | None = None,
+    checked_arrays: bool | None = None,
 ) -> Generated:
     """The C++ translation unit of one kernel variant.
 
-    ``checked_buffers`` (default: ``checks``) declares buffer parameters as bounds-checked
-    ``cn::ptr`` rather than raw pointers.
+    ``checked_buffers`` (default: ``checks``) declares buffer parameters, header helpers'
+    pointer parameters and local pointer declarations as bounds-checked ``cn::ptr`` rather than
+    raw pointers. ``checked_arrays`` (default: ``checks``) declares threadgroup arrays as
+    bounds-checked ``cn::tarr`` rather than plain arrays.
     """
     if checked_buffers is None:
         checked_buffers = checks
-    header = rewrite(signature.header or "", checks=checks, checked_params=checked_buffers)
-    body = rewrite(signature.source, checks=checks, first_slot=len(header.shared))
+    if checked_arrays is None:
+        checked_arrays = checks
+    header = rewrite(
+        signature.header or "", checks=checked_arrays, checked_params=checked_buffers,
+        checked_pointers=checked_buffers,
+    )
+    body = rewrite(
+        signature.source, checks=checked_arrays, first_slot=len(header.shared),
+        checked_pointers=checked_buffers, in_function=True,
+    )
     shared = header.shared + body.shared
     if len(shared) > 256:
         raise EmulationError(
@@ -310,22 +341,38 @@ def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build
     try:
         lib = build(gen)
     except KernelCompileError as exc:
-        if not (checks and "cn::ptr" in exc.log):
+        if not (checks and ("cn::ptr" in exc.log or "cn::tarr" in exc.log)):
             raise
-        # Checked pointers are class objects: a header function template taking `device T*`
-        # cannot deduce T from them. Fall back to raw buffer pointers for this kernel.
-        gen = generate_source(signature, checks=checks, checked_buffers=False)
-        lib = build(gen)
+        gen, lib, what = _fallback(signature, build)
         first = next((ln for ln in exc.log.splitlines() if "error" in ln), "")
         warnings.warn(
-            f"{DIALECT.prefix(signature.name)} bounds checks of buffer arguments are off: with "
-            f"checked pointers the kernel does not compile ({first.strip()}). Threadgroup "
-            "arrays, unwritten outputs, barriers and SIMD lanes are still checked",
+            f"{DIALECT.prefix(signature.name)} bounds checks of {what} are off: with checked "
+            f"pointers the kernel does not compile ({first.strip()}). "
+            + ("Threadgroup arrays, unwritten" if what == "buffer arguments" else "Unwritten")
+            + " outputs, barriers and SIMD lanes are still checked",
             EmulatorWarning,
             stacklevel=3,
         )
     _VARIANTS[memo] = (gen, lib)
     return gen, lib
+
+
+def _fallback(
+    signature: MetalSignature, build: Any
+) -> tuple[Generated, _build.Library, str]:
+    """Rebuild a kernel that does not compile with checked pointers: first with raw buffer
+    pointers, then also with plain threadgroup arrays. Checked pointers and arrays are class
+    objects, and a header function template taking ``device T*`` or ``threadgroup T*`` cannot
+    deduce T from them when it is called with a raw pointer (``&x[i]``, a cast) or a
+    multi-dimensional array."""
+    gen = generate_source(signature, checks=True, checked_buffers=False)
+    try:
+        return gen, build(gen), "buffer arguments"
+    except KernelCompileError as again:
+        if "cn::tarr" not in again.log:
+            raise
+    gen = generate_source(signature, checks=True, checked_buffers=False, checked_arrays=False)
+    return gen, build(gen), "buffer arguments and threadgroup arrays"
 
 
 def forget_variants() -> None:

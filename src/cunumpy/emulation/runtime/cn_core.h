@@ -192,6 +192,9 @@ __attribute__((noinline, cold)) T& scratch() {
 
 constexpr int64_t kUnknownExtent = INT64_MAX;  // a ptr made from a raw pointer: unchecked
 
+template <class T, int64_t N, int ID>
+struct tarr;
+
 template <class T>
 struct ptr {
   T* p = nullptr;
@@ -206,6 +209,13 @@ struct ptr {
   ptr(T* raw) : p(raw), base(raw), extent(kUnknownExtent), id(-1) {}
   template <class U, class = std::enable_if_t<std::is_convertible<U*, T*>::value>>
   ptr(const ptr<U>& o) : p(o.p), base(o.base), extent(o.extent), id(o.id) {}
+  // From a shared (threadgroup) array: checked against its size, failures name the array.
+  template <class U, int64_t N, int ID,
+            class = std::enable_if_t<std::is_convertible<U*, T*>::value>>
+  ptr(tarr<U, N, ID>& a) : p(a.a), base(a.a), extent(N), id(-1 - ID) {}
+  template <class U, int64_t N, int ID,
+            class = std::enable_if_t<std::is_convertible<const U*, T*>::value>>
+  ptr(const tarr<U, N, ID>& a) : p(a.a), base(a.a), extent(N), id(-1 - ID) {}
 
   __attribute__((always_inline)) T& operator[](int64_t i) const {
     int64_t k = (p - base) + i;
@@ -267,6 +277,25 @@ struct tarr {
   operator T*() { return a; }
   operator const T*() const { return a; }
 };
+
+template <class A> struct is_tarr_1d : std::false_type {};
+template <class T, int64_t N, int ID> struct is_tarr_1d<tarr<T, N, ID>> : std::true_type {};
+template <class T, int64_t N, int ID, int64_t M, int J>
+struct is_tarr_1d<tarr<tarr<T, M, J>, N, ID>> : std::false_type {};
+
+// A shared array named without a subscript (passed to a function, assigned to a pointer): a
+// one-dimensional array becomes a checked pointer, so that a helper template taking
+// `threadgroup T*` (rewritten to cn::ptr<T>) can deduce T and keeps checking; anything else
+// (arrays of arrays, a local variable that shadows the array's name) passes through unchanged.
+template <class A>
+__attribute__((always_inline)) inline decltype(auto) tview(A& a) {
+  if constexpr (is_tarr_1d<std::remove_cv_t<A>>::value) {
+    using E = std::remove_reference_t<decltype(a.a[0])>;
+    return ptr<E>(a);
+  } else {
+    return (a);
+  }
+}
 
 inline void arena_begin_group(int nslots) {
   Arena& a = g.arena;

@@ -9,6 +9,15 @@
 #ifndef CN_METAL_H
 #define CN_METAL_H
 
+// What the Metal compiler predefines and MLX-style code tests: the language version (Metal 3.1,
+// which added bfloat) and bfloat support (cn_metal_types.h provides bfloat / bfloat16_t).
+#ifndef __METAL_VERSION__
+#define __METAL_VERSION__ 310
+#endif
+#ifndef __HAVE_BFLOAT__
+#define __HAVE_BFLOAT__ 1
+#endif
+
 #include "cn_core.h"
 
 #if defined(__has_include)
