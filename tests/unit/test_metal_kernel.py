@@ -428,3 +428,15 @@ def test_header_without_final_newline_gets_one():
     text = k.metal_source(np.ones(8, np.float32), out=np.empty(1, np.float32),
                           template={"N": 1})
     assert text.startswith("#define SCALE 3.0f\ntemplate <int N>")
+
+
+def test_template_checks_are_cached_per_value_and_type():
+    k = MetalKernel("y[0] = x[0] * T(N);", inputs=["x"], outputs=["y"], name="cached_tmpl")
+    args = (np.ones(8, np.float32),)
+    out = np.empty(1, np.float32)
+    as_bool = k.metal_source(*args, out=out, template={"T": np.float32, "N": True})
+    as_int = k.metal_source(*args, out=out, template={"T": np.float32, "N": 1})
+    assert "bool N" in as_bool and "int N" in as_int
+    assert k.metal_source(*args, out=out, template={"T": np.float32, "N": True}) == as_bool
+    with pytest.raises(TypeError, match="template"):
+        k.metal_source(*args, out=out, template={"T": np.float32, "N": [1]})

@@ -187,6 +187,7 @@ class MetalKernel:
         self.ensure_row_contiguous = bool(ensure_row_contiguous)
         self.emulator_options = emulator_options
         self._signatures: dict[Any, MetalSignature] = {}
+        self._templates: dict[Any, tuple[tuple[str, Any], ...]] = {}
 
     def __repr__(self) -> str:
         return (
@@ -357,6 +358,17 @@ class MetalKernel:
     def _template(self, template: Any) -> tuple[tuple[str, Any], ...]:
         if template is None:
             return ()
+        try:  # the same dict of constants at every call of a time loop: check it once
+            key = tuple((k, type(v), v) for k, v in template.items())
+            return self._templates[key]
+        except KeyError:
+            checked = self._check_template(template)
+            self._templates[key] = checked
+            return checked
+        except (AttributeError, TypeError):  # not a dict, or unhashable values
+            return self._check_template(template)
+
+    def _check_template(self, template: Any) -> tuple[tuple[str, Any], ...]:
         if not isinstance(template, Mapping):
             raise TypeError(
                 f"MetalKernel {self.name!r}: template must be a dict of name -> int, bool or "
@@ -404,11 +416,10 @@ class MetalKernel:
     def _signature(self, in_specs: tuple, out_dtypes: list[np.dtype],
                    out_shapes: list[tuple[int, ...]], template: tuple) -> MetalSignature:
         # The signature depends on dtypes, 0-d-ness and "fewer than 8 elements" only.
-        key = (
-            tuple((d, len(s) == 0, _size(s) < 8) for d, s in in_specs),
-            tuple(out_dtypes),
-            template,
-        )
+        layout = []
+        for d, s in in_specs:
+            layout.append((d, not s, _size(s) < 8))
+        key = (tuple(layout), tuple(out_dtypes), template)
         sig = self._signatures.get(key)
         if sig is None:
             sig = build_signature(
@@ -481,7 +492,8 @@ class MetalKernel:
         if outs is not None and any(_size(s) == 0 for s in shapes[:1]) and n_threads is None:
             return outs[0] if len(outs) == 1 else tuple(outs)  # nothing to launch
         eng.check_available()
-        threadgroup = tuple(min(t, g) for t, g in zip(self.threadgroup, grid))
+        tg = self.threadgroup
+        threadgroup = (min(tg[0], grid[0]), min(tg[1], grid[1]), min(tg[2], grid[2]))
         device_inputs = []
         contiguous = self.ensure_row_contiguous
         recording = profiling._active
@@ -503,7 +515,9 @@ class MetalKernel:
             return results[0] if len(results) == 1 else tuple(results)
         for i, (o, r) in enumerate(zip(outs, results)):
             view = eng.host_view(r)
-            np.copyto(o, view.reshape(o.shape), casting="unsafe" if o.dtype == _F64 else "no")
+            if view.shape != o.shape:
+                view = view.reshape(o.shape)
+            np.copyto(o, view, casting="no" if o.dtype is view.dtype else "unsafe")
             if recording:
                 profiling._record(
                     "to_host", view.nbytes,
