@@ -419,7 +419,8 @@ class MetalKernel:
         layout = []
         for d, s in in_specs:
             layout.append((d, not s, _size(s) < 8))
-        key = (tuple(layout), tuple(out_dtypes), template)
+        # True == 1 in Python, but `bool N` and `int N` are different kernels: key on the type too.
+        key = (tuple(layout), tuple(out_dtypes), tuple((k, type(v), v) for k, v in template))
         sig = self._signatures.get(key)
         if sig is None:
             sig = build_signature(
