@@ -142,6 +142,30 @@ def test_in_bounds_pointers_of_every_kind_still_work(metal_sig):
     assert "cn::ptr" not in unchecked and "cn::tview" not in unchecked
 
 
+def test_reinterpret_cast_of_checked_pointers_compiles(metal_sig):
+    """``reinterpret_cast`` of a buffer, a declared (checked) pointer or a threadgroup array gives
+    a raw pointer, as on Metal, without a fallback."""
+    x = np.arange(32, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    src = """
+    threadgroup float s[32];
+    uint i = thread_position_in_grid.x;
+    const device float* row = x + 4 * i;
+    const device float4* v = reinterpret_cast<const device float4*>(row);
+    const device float4* w = reinterpret_cast<const device float4*>(x);
+    threadgroup float4* t = reinterpret_cast<threadgroup float4*>(s);
+    t[i] = v[0] + w[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    y[i] = s[4 * i] + s[4 * i + 3];
+    """
+    sig = metal_sig("reinterpret", src, [("x", x)], [("y", y)])
+    with _no_warning():
+        run_metal(sig, [x], [y], (8, 1, 1), (8, 1, 1))
+    np.testing.assert_array_equal(y, 2 * (x[0::4] + x[3::4]))
+    assert "cn::msl::cast<const device float4*>(row)" in metal.generate_source(
+        sig, checks=True).source
+
+
 def test_threadgroup_pointer_helper_template_keeps_checks(metal_sig):
     header = """
     template <typename T>

@@ -7,7 +7,8 @@ untouched) finds the few constructs plain C++ cannot express:
   the per-group shared arena (``cn::tg_alloc``), bounds-checked arrays when checks are on;
 - with checked pointers, pointer parameters and local pointer declarations with an address space
   (``const device T* p = x + k;``) become ``cn::ptr``, and a threadgroup array named without a
-  subscript becomes a checked pointer (``cn::tview``);
+  subscript becomes a checked pointer (``cn::tview``), and ``reinterpret_cast`` becomes
+  ``cn::msl::cast``, which casts checked pointers through their raw address;
 - every other ``threadgroup`` (casts, class members, unchecked builds) is removed;
 - half literals ``1.5h`` / ``2h`` become ``half(1.5f)`` / ``half(2.0f)``;
 - ``#include <metal_stdlib>`` (and other ``metal_*`` headers) is dropped: the runtime provides it.
@@ -418,6 +419,9 @@ def rewrite(
                 edits.append((t.start, t.start + len(t.text), lit))
         elif t.kind == "ident" and t.text in SYNC_FUNCTIONS:
             sync = True
+        elif checked_pointers and t.kind == "ident" and t.text == "reinterpret_cast":
+            # Checked pointers are class objects: cast them through their raw address.
+            edits.append((t.start, t.start + len(t.text), "cn::msl::cast"))
         elif checked_pointers and t.kind == "ident" and t.text in arrays:
             if _bare_array_use(sig, i):
                 edits.append((t.start, t.start + len(t.text), f"cn::tview({t.text})"))

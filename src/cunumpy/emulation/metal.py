@@ -40,8 +40,8 @@ the quad forms included), SIMD-group matrices (``simdgroup_float8x8`` and the ha
 (``float2x2`` ... ``float4x4``, half and non-square ones), ``METAL_FUNC``, and the predefined
 ``__METAL_VERSION__`` (310) and ``__HAVE_BFLOAT__``.
 
-Not checked: pointers made by casts or ``&x[i]`` (raw pointers, also when stored in a declared
-pointer), pointers in struct members, declarations mixing pointers and values (``device float
+Not checked: pointers made by casts (``reinterpret_cast`` included: it casts a checked pointer
+through its raw address) or ``&x[i]`` (raw pointers, also when stored in a declared pointer), pointers in struct members, declarations mixing pointers and values (``device float
 *p = y, n = 0;``), data races between threads, reads of uninitialised threadgroup memory (it is
 poisoned with NaN / -1 bytes instead), infinite loops. A kernel that corrupts memory through an
 unchecked pointer can crash Python; ``EmulatorOptions(isolated=True)`` turns that into a

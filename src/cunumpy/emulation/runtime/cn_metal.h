@@ -539,6 +539,25 @@ using namespace metal;
 namespace cn {
 namespace msl {
 
+// reinterpret_cast, as the rewritten source spells it when pointers are checked: a checked
+// pointer or threadgroup array is cast through its raw address (the result is unchecked).
+template <class T> struct is_checked_ptr : std::false_type {};
+template <class T> struct is_checked_ptr<ptr<T>> : std::true_type {};
+template <class T> struct is_checked_arr : std::false_type {};
+template <class T, int64_t N, int ID> struct is_checked_arr<tarr<T, N, ID>> : std::true_type {};
+
+template <class To, class From>
+inline To cast(From&& v) {
+  using F = std::remove_cv_t<std::remove_reference_t<From>>;
+  if constexpr (is_checked_ptr<F>::value && std::is_pointer<To>::value) {
+    return reinterpret_cast<To>(v.p);
+  } else if constexpr (is_checked_arr<F>::value && std::is_pointer<To>::value) {
+    return reinterpret_cast<To>(&v.a[0]);
+  } else {
+    return reinterpret_cast<To>(v);
+  }
+}
+
 inline uint3 u3(const uint32_t* v) { return uint3(v[0], v[1], v[2]); }
 inline uint cdiv(uint a, uint b) { return (a + b - 1) / b; }
 
