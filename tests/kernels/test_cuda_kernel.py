@@ -890,3 +890,32 @@ def test_gpu_compiled_once_per_device_and_variant(cp):
     assert len(engine._compiled) == before + 1
     CudaKernel(src, "saxpy_once", options=("-DUNUSED=1",))(10, 1.0, x, x)
     assert len(engine._compiled) == before + 2
+
+
+def test_explicit_grid_and_block_launch_as_given_and_bad_ones_get_the_checks(saxpy, rec):
+    x = f32(300)
+    for grid, block in [((3,), (128,)), (3, 128), ((3, 1, 1), (64, 2, 1)), ((3, 2), (32, 4))]:
+        saxpy(300, 1.0, x, x, grid=grid, block=block)
+    expected = [((3, 1, 1), (128, 1, 1)), ((3, 1, 1), (128, 1, 1)), ((3, 1, 1), (64, 2, 1)),
+                ((3, 2, 1), (32, 4, 1))]
+    assert [(c[2], c[3]) for c in rec.calls] == expected
+    with pytest.raises(ValueError):
+        saxpy(300, 1.0, x, x, grid=(3,), block=(2048,))
+    with pytest.raises((ValueError, TypeError)):
+        saxpy(300, 1.0, x, x, grid=(3.0,), block=(128,))
+    assert len(rec.calls) == 4
+
+
+def test_explicit_geometry_respects_the_engine_limits():
+    small = RecordingEngine(
+        CudaLimits(max_threads_per_block=256, max_block=(256, 256, 4), max_grid=(1000, 10, 10),
+                   max_shared_mem=1024, max_shared_mem_optin=2048)
+    )
+    kernel = CudaKernel(SAXPY, "saxpy", engine=small)
+    x = f32(10)
+    kernel(10, 1.0, x, x, grid=(2,), block=(64,))
+    with pytest.raises(ValueError, match="exceeds the device limit 1000"):
+        kernel(10, 1.0, x, x, grid=(1001,), block=(64,))
+    with pytest.raises(ValueError, match="at most 256 threads per block"):
+        kernel(10, 1.0, x, x, grid=(2,), block=(512,))
+    assert len(small.calls) == 1

@@ -120,6 +120,30 @@ def default_block(ndim: int, block_size: int) -> tuple[int, int, int]:
     return (x, y, rest // y)
 
 
+
+def _dim3(value: Any) -> tuple[int, int, int] | None:
+    """``value`` as an (x, y, z) tuple of ints when it is an int or a 1-3 tuple of ints, else None.
+
+    The launcher's fast path for explicit ``grid=``/``block=`` uses it; anything it cannot read
+    goes to the general path, which explains what is wrong.
+    """
+    if value.__class__ is int:
+        return (value, 1, 1)
+    if value.__class__ is not tuple:
+        return None
+    n = len(value)
+    if n == 3:
+        x, y, z = value
+    elif n == 1:
+        x, y, z = value[0], 1, 1
+    elif n == 2:
+        (x, y), z = value, 1
+    else:
+        return None
+    if x.__class__ is int and y.__class__ is int and z.__class__ is int:
+        return (x, y, z)
+    return None
+
 class CudaKernel:
     """A CUDA C++ kernel, compiled on first use and called like a function.
 
@@ -820,6 +844,7 @@ class CudaKernel:
             "_eng": engine,
             "_go": self._prepared[engine],
             "_slow": self._slow,
+            "_dim3": _dim3,
             "_M": _MISSING,
             "_errs": engine.launch_errors(),
             "_envget": _cuda_engines_env_getter(),
@@ -904,6 +929,13 @@ class CudaKernel:
             )
         bs = self.block_size
         max_n = DEFAULT_LIMITS.max_grid[0] * bs
+        try:  # the engine's own limits bound the explicit-geometry fast path
+            limits = engine.limits()
+        except (ImportError, RuntimeError):  # engine unusable: the launch itself will say why
+            limits = DEFAULT_LIMITS
+        gx, gy, gz = limits.max_grid
+        bx, by, bz = limits.max_block
+        bt = limits.max_threads_per_block
         if self._first_array is not None:
             size = f"v{self._first_array}.size if n_threads is None else n_threads"
         else:
@@ -923,6 +955,21 @@ class CudaKernel:
             "            except _errs as exc:\n"
             f"                _k._launch_failed(_eng, exc, ((n + {bs - 1}) // {bs}, 1, 1), "
             f"({bs}, 1, 1), 0)\n"
+            "            return\n"
+            # Explicit (x, y, z) grid and block of positive ints within every CUDA device's
+            # limits: launch as given; anything else gets the full checks of the general path.
+            "    elif n_threads is None and grid is not None and block is not None "
+            "and shared_mem == 0 and not check_finite and not _k.debug:\n"
+            "        g = _dim3(grid)\n"
+            "        b = _dim3(block)\n"
+            "        if (g is not None and b is not None\n"
+            f"                and 0 < g[0] <= {gx} and 0 < g[1] <= {gy} and 0 < g[2] <= {gz}\n"
+            f"                and 0 < b[0] <= {bx} and 0 < b[1] <= {by} and 0 < b[2] <= {bz}\n"
+            f"                and b[0] * b[1] * b[2] <= {bt}):\n"
+            "            try:\n"
+            f"                _go(g, b, {tup}, 0, stream)\n"
+            "            except _errs as exc:\n"
+            "                _k._launch_failed(_eng, exc, g, b, 0)\n"
             "            return\n"
             f"    _slow(_eng, {tup}, n_threads, grid, block, shared_mem, stream, check_finite)\n"
         )
