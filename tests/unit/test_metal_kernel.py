@@ -440,3 +440,12 @@ def test_template_checks_are_cached_per_value_and_type():
     assert k.metal_source(*args, out=out, template={"T": np.float32, "N": True}) == as_bool
     with pytest.raises(TypeError, match="template"):
         k.metal_source(*args, out=out, template={"T": np.float32, "N": [1]})
+
+
+def test_bool_and_int_template_values_run_as_different_variants():
+    k = MetalKernel("uint i = thread_position_in_grid.x; y[i] = float(sizeof(N));",
+                    inputs=[], outputs=["y"], name="tmpl_types")
+    y = k(out=np.empty(4, np.float32), template={"N": True}, engine="emulator")
+    np.testing.assert_array_equal(y, 1.0)  # sizeof(bool)
+    y = k(out=np.empty(4, np.float32), template={"N": 1}, engine="emulator")
+    np.testing.assert_array_equal(y, 4.0)  # sizeof(int)

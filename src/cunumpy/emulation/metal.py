@@ -322,7 +322,10 @@ _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 
 def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build.Library]:
-    memo = (signature, checks, config.cache_dir_override())
+    # Signatures compare template values with ==, and True == 1: add the value types so a
+    # `bool N` variant is never served for an `int N` one.
+    types = tuple(type(v) for _, v in signature.template)
+    memo = (signature, types, checks, config.cache_dir_override())
     hit = _VARIANTS.get(memo)
     if hit is not None:
         return hit
