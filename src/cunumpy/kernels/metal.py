@@ -118,6 +118,11 @@ class MetalKernel:
     ``CUNUMPY_METAL_ENGINE`` (``mlx`` or ``emulator``) picks the engine at each call; so does the
     ``engine`` keyword of a call.
 
+    MLX names a templated variant after its values written as text, so ``{"N": True}`` and
+    ``{"N": 1}`` get the same kernel name there (``_1``). cunumpy keeps the two apart (different
+    signatures, different emulator builds), but on the mlx engine give each template name one kind
+    of value.
+
     Examples
     --------
     >>> import numpy as np
