@@ -321,11 +321,18 @@ def _check_outputs(name: str, signature: MetalSignature, outputs: Sequence[np.nd
 _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 
-def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build.Library]:
-    # Signatures compare template values with ==, and True == 1: add the value types so a
-    # `bool N` variant is never served for an `int N` one.
+def _memo_key(signature: MetalSignature, checks: bool) -> tuple[Any, ...]:
+    """The in-process key of a compiled variant.
+
+    Signatures compare template values with ``==``, and ``True == 1``: the value types are part of
+    the key so a ``bool N`` variant is never served for an ``int N`` one.
+    """
     types = tuple(type(v) for _, v in signature.template)
-    memo = (signature, types, checks, config.cache_dir_override())
+    return (signature, types, checks, config.cache_dir_override())
+
+
+def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build.Library]:
+    memo = _memo_key(signature, checks)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         return hit
