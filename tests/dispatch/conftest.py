@@ -45,3 +45,16 @@ def emu_cuda(monkeypatch):
         pytest.skip(f"the CUDA emulator cannot run here: {exc}")
     monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "emulator")
     return "emulator"
+
+
+@pytest.fixture
+def clean_settings(monkeypatch):
+    """Automatic dispatch settings and no dispatch variables for the test; restored after."""
+    from cunumpy.kernels.dispatch import force_port, set_metal_dispatch
+
+    for var in ("CUNUMPY_USE_METAL", "CUNUMPY_KERNEL_PORT", "CUNUMPY_METAL_ENGINE"):
+        monkeypatch.delenv(var, raising=False)
+    before = set_metal_dispatch(None), force_port(None)
+    yield
+    set_metal_dispatch(before[0])
+    force_port(before[1])

@@ -33,16 +33,7 @@ from cunumpy.kernels import (
     use_port,
 )
 
-
-@pytest.fixture(autouse=True)
-def _clean_settings(monkeypatch):
-    """Every test starts with automatic settings and no dispatch variables."""
-    for var in ("CUNUMPY_USE_METAL", "CUNUMPY_KERNEL_PORT", "CUNUMPY_METAL_ENGINE"):
-        monkeypatch.delenv(var, raising=False)
-    before = set_metal_dispatch(None), force_port(None)
-    yield
-    set_metal_dispatch(before[0])
-    force_port(before[1])
+pytestmark = pytest.mark.usefixtures("clean_settings")
 
 
 def _args(n=4):

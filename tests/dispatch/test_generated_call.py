@@ -11,21 +11,11 @@ from _dispatch_ports import FakeCuda, FakeDeviceArray, FakeMetal, HostEngine, Pa
 from cunumpy.kernels import (
     Kernel,
     MissingPortError,
-    force_port,
-    set_metal_dispatch,
     use_metal,
     use_port,
 )
 
-
-@pytest.fixture(autouse=True)
-def _clean_settings(monkeypatch):
-    for var in ("CUNUMPY_USE_METAL", "CUNUMPY_KERNEL_PORT", "CUNUMPY_METAL_ENGINE"):
-        monkeypatch.delenv(var, raising=False)
-    before = set_metal_dispatch(None), force_port(None)
-    yield
-    set_metal_dispatch(before[0])
-    force_port(before[1])
+pytestmark = pytest.mark.usefixtures("clean_settings")
 
 
 def axpy(x, a, y):

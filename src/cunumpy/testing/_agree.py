@@ -73,6 +73,17 @@ class _Where:
     engine: str
 
 
+def _no_compiler(dialect: str) -> str | None:
+    """Why the ``dialect`` emulator cannot build kernels here, or None when it can."""
+    from cunumpy.emulation import CompilerNotFoundError, find_compiler
+
+    try:
+        find_compiler()
+    except CompilerNotFoundError as exc:
+        return f"the {dialect} emulator needs a C++ compiler: {exc}"
+    return None
+
+
 def _cuda_where(port: Any) -> _Where | str:
     """Where the CUDA port runs here, or the reason it cannot."""
     engine = getattr(port, "engine", None)
@@ -82,12 +93,9 @@ def _cuda_where(port: Any) -> _Where | str:
         except ValueError as exc:
             return str(exc)
         if name == "emulator":
-            from cunumpy.emulation import CompilerNotFoundError, find_compiler
-
-            try:
-                find_compiler()
-            except CompilerNotFoundError as exc:
-                return f"the CUDA emulator needs a C++ compiler: {exc}"
+            missing = _no_compiler("CUDA")
+            if missing:
+                return missing
             from cunumpy.kernels._cuda_engines import get_cuda_engine
 
             try:
@@ -115,13 +123,7 @@ def _metal_where(port: Any) -> _Where | str:
     except ValueError as exc:
         return str(exc)
     if name == "emulator":
-        from cunumpy.emulation import CompilerNotFoundError, find_compiler
-
-        try:
-            find_compiler()
-        except CompilerNotFoundError as exc:
-            return f"the Metal emulator needs a C++ compiler: {exc}"
-        return _Where("numpy", "emu-metal")
+        return _no_compiler("Metal") or _Where("numpy", "emu-metal")
     from cunumpy.kernels._availability import metal_status
 
     ok, reason, _ = metal_status()
