@@ -162,6 +162,14 @@ class CupyEngine(CudaEngine):
         return lim
 
     # -- compilation ---------------------------------------------------------------------------
+    @staticmethod
+    def _key(kernel: CudaKernel, device: int) -> tuple:
+        """Everything that selects the compiled function: the device, the code, the options
+        and the function itself (its name, or its name expression for C++ linkage). One source
+        often holds several ``extern "C"`` kernels, which differ only in the name."""
+        code, options, expression = kernel._compile_inputs()
+        return (device, code, options, kernel.name, expression)
+
     def compile(self, kernel: CudaKernel, device: int | None = None) -> Any:
         """Compile ``kernel`` for ``device`` (default: the current one); return the function.
 
@@ -170,8 +178,8 @@ class CupyEngine(CudaEngine):
         """
         cupy = self._module()
         dev = cupy.cuda.runtime.getDevice() if device is None else int(device)
+        key = self._key(kernel, dev)
         code, options, expression = kernel._compile_inputs()
-        key = (dev, code, options, expression)
         hit = self._compiled.get(key)
         if hit is not None:
             return hit[1]
@@ -209,8 +217,7 @@ class CupyEngine(CudaEngine):
         cupy = self._module()
         dev = cupy.cuda.runtime.getDevice()
         self.compile(kernel, dev)
-        code, options, expression = kernel._compile_inputs()
-        key = (dev, code, options, expression)
+        key = self._key(kernel, dev)
         if self._optin.get(key, 0) >= nbytes:
             return
         raw, _ = self._compiled[key]
