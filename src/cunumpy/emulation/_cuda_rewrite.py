@@ -59,7 +59,10 @@ CUDA_SYNC_FUNCTIONS = frozenset(
 )
 """Names whose use makes the emulator run the threads of a block as fibers."""
 
-_SYNC_WORD = re.compile(r"\b(?:" + "|".join(sorted(CUDA_SYNC_FUNCTIONS)) + r")\b")
+_SYNC_WORD = re.compile(
+    r"\b(?:" + "|".join(sorted(CUDA_SYNC_FUNCTIONS)) + r"|cooperative_groups)\b|cn_cuda_cg\.h"
+)
+"""Cooperative groups synchronise through the same primitives: fibers too."""
 
 # Toolkit headers whose content cn_cuda.h provides (or that the C++ library covers).
 _PROVIDED = frozenset(
@@ -72,15 +75,27 @@ _PROVIDED = frozenset(
     }
 )
 
+# Toolkit and CuPy headers the emulator stands in for with a runtime header of its own.
+_MAPPED = {
+    "cooperative_groups.h": "cn_cuda_cg.h",
+    "cooperative_groups/reduce.h": "cn_cuda_cg.h",
+    "cooperative_groups/scan.h": "cn_cuda_cg.h",
+    "cooperative_groups/memcpy_async.h": "cn_cuda_cg.h",
+    "cuComplex.h": "cn_cuda_complex.h",
+    "cupy/complex.cuh": "cn_cupy_complex.h",
+    "thrust/complex.h": "cn_cupy_complex.h",
+    "cuda/std/complex": "cn_cupy_complex.h",
+    "cuda_bf16.h": "cn_cuda_bf16.h",
+}
+
 # Libraries the emulator does not provide, with what they are.
 _REFUSED = {
-    "cooperative_groups": "cooperative groups",
+    "cooperative_groups/details": "cooperative groups internals",
     "cub/": "CUB",
     "thrust/": "Thrust",
     "mma.h": "warp matrix functions (WMMA)",
     "cuda/barrier": "libcu++ barriers",
     "cuda/pipeline": "libcu++ pipelines",
-    "cuda_bf16.h": "bfloat16",
     "cuda_fp8.h": "fp8 types",
     "curand_kernel.h": "cuRAND device functions",
 }
@@ -117,6 +132,10 @@ def inline_includes(
             quote, rel = m.group(1), m.group(2).strip()
             out.append(src[pos : m.start()])
             pos = m.end()
+            mapped = _MAPPED.get(rel)
+            if mapped is not None:
+                out.append(f'#include "{mapped}"')
+                continue
             what = _refused(rel)
             if what:
                 raise NotImplementedError(
@@ -577,7 +596,6 @@ _UNSUPPORTED_WORDS = {
     "surf2Dread": "surface reads",
     "cudaTextureObject_t": "texture objects",
     "cudaSurfaceObject_t": "surface objects",
-    "__nv_bfloat16": "bfloat16",
 }
 
 

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <type_traits>
 
 // ---------------------------------------------------------------------------------------------
@@ -683,12 +684,13 @@ template <class T> inline T __ldlu(const T* p) { return *p; }
 #define CUDART_ONE_F 1.0f
 #define CUDART_ZERO_F 0.0f
 
-// Clocks: a counter that only moves forward.
+// Clocks: clock64() is a counter that only moves forward; clock() is the C library's (declared
+// by <ctime> with CUDA's return type, clock_t), so a kernel or header that includes <time.h>
+// sees no conflicting declaration.
 inline long long clock64() {
   static long long c = 0;
   return c += 1;
 }
-inline int clock() { return int(clock64()); }
 
 // ---------------------------------------------------------------------------------------------
 // __half: the compiler's IEEE binary16 (_Float16), with CUDA's conversion and arithmetic names.
@@ -724,6 +726,8 @@ inline __half __hmax(__half a, __half b) { return a < b ? b : a; }
 inline __half2 __hadd2(__half2 a, __half2 b) { return __half2{__half(a.x + b.x), __half(a.y + b.y)}; }
 inline __half2 __hmul2(__half2 a, __half2 b) { return __half2{__half(a.x * b.x), __half(a.y * b.y)}; }
 #endif
+
+#include "cn_cuda_fp16.h"
 
 // ---------------------------------------------------------------------------------------------
 // printf (the C library's, flushed after every launch) and a device assert that reports the
