@@ -66,6 +66,7 @@ import numpy as np
 
 from cunumpy import config
 from cunumpy.emulation import _build, _launch
+from cunumpy.emulation._cuda_names import rename_user_typedefs
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
@@ -271,6 +272,7 @@ def generate_source(
     text, texts = inline_includes(
         program.source, program.label, folder, program.include_dirs, prefix
     )
+    text = rename_user_typedefs(text)
     refused = unsupported_features(text)
     if refused:
         raise NotImplementedError(

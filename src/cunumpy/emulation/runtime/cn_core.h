@@ -276,6 +276,11 @@ struct tarr {
   }
   operator T*() { return a; }
   operator const T*() const { return a; }
+  // C-style casts to other pointer types (`(unsigned int*)bytes`): the result is unchecked.
+  template <class U>
+  explicit operator U*() { return (U*)(a); }
+  template <class U>
+  explicit operator U*() const { return (U*)(a); }
 };
 
 template <class A> struct is_tarr_1d : std::false_type {};

@@ -655,14 +655,25 @@ inline unsigned int __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
   return unsigned(v >> (s & 31u));
 }
 
-// Cached loads: plain loads on the CPU.
-template <class T> inline T __ldg(const T* p) { return *p; }
-template <class T> inline T __ldg(cn::ptr<const T> p) { return p[0]; }
-template <class T> inline T __ldg(cn::ptr<T> p) { return p[0]; }
-template <class T> inline T __ldcg(const T* p) { return *p; }
-template <class T> inline T __ldca(const T* p) { return *p; }
-template <class T> inline T __ldcs(const T* p) { return *p; }
-template <class T> inline T __ldlu(const T* p) { return *p; }
+// Loads and stores with cache hints: plain loads and stores on the CPU, on raw pointers (any
+// type, vector types included) and on checked pointers (bounds-checked like a subscript).
+#define CN_LOAD(NAME)                                                           \
+  template <class T> inline T NAME(const T* p) { return *p; }                    \
+  template <class T> inline T NAME(cn::ptr<const T> p) { return p[0]; }          \
+  template <class T> inline T NAME(cn::ptr<T> p) { return p[0]; }
+CN_LOAD(__ldg) CN_LOAD(__ldcg) CN_LOAD(__ldca) CN_LOAD(__ldcs) CN_LOAD(__ldlu) CN_LOAD(__ldcv)
+#undef CN_LOAD
+#define CN_STORE(NAME)                                                                      \
+  template <class T> inline void NAME(T* p, cn::cuda::arg_t<T> v) { *p = v; }                \
+  template <class T> inline void NAME(cn::ptr<T> p, cn::cuda::arg_t<T> v) { p[0] = v; }
+CN_STORE(__stcg) CN_STORE(__stcs) CN_STORE(__stwb) CN_STORE(__stwt)
+#undef CN_STORE
+
+// Compiler hints CUDA accepts and GCC lacks (the condition is not evaluated, as in CUDA).
+#if !defined(__has_builtin) || !__has_builtin(__builtin_assume)
+#define __builtin_assume(...) ((void)0)
+#endif
+#define __assume(...) ((void)0)
 
 // Constants of <math_constants.h> (the include itself is dropped by the emulator).
 #define CUDART_PI_F 3.141592654f
