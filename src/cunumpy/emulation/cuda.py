@@ -55,6 +55,7 @@ are ignored.
 
 from __future__ import annotations
 
+import random
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -67,6 +68,7 @@ import numpy as np
 from cunumpy import config
 from cunumpy.emulation import _build, _launch
 from cunumpy.emulation._cuda_names import rename_user_typedefs
+from cunumpy.emulation._cuda_undefined import UbReport, check_report, meta_words
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
@@ -296,9 +298,13 @@ def generate_source(
     lines.append('#line 1 "cn-launch"')
     lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {")
     lines.append(f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {n + 1}) return -2;")
-    lines.append(
-        f"  ::cn::cuda::dynamic_shared_bytes = *static_cast<const int64_t*>(d->buffers[{n}].data);"
-    )
+    lines += [
+        f"  const long long* cn_meta = static_cast<const long long*>(d->buffers[{n}].data);",
+        "  ::cn::cuda::dynamic_shared_bytes = cn_meta[0];",
+        f"  ::cn::cuda::ub_mode = d->buffers[{n}].extent >= 24 ? cn_meta[1] : 0;",
+        f"  ::cn::cuda::ub_report = d->buffers[{n}].extent >= 24 ? "
+        "reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;",
+    ]
     names = []
     for i, p in enumerate(program.params):
         if p.pointer:
@@ -456,7 +462,8 @@ def _value_bytes(program: CudaProgram, p: CudaParam, value: Any) -> np.ndarray:
 
 
 def _buffers(
-    program: CudaProgram, args: Sequence[Any], shared_mem: int
+    program: CudaProgram, args: Sequence[Any], shared_mem: int,
+    undefined: tuple[str, UbReport] | None = None,
 ) -> list[_launch.BufferArg]:
     prefix = program.prefix
     if len(args) != len(program.params):
@@ -496,8 +503,10 @@ def _buffers(
             out.append(_launch.BufferArg(
                 p.name, arr.__array_interface__["data"][0], arr.nbytes, arr
             ))
-    meta = np.array([shared_mem], dtype=np.int64)
-    out.append(_launch.BufferArg("launch", meta.__array_interface__["data"][0], 8, meta))
+    mode, report = undefined if undefined is not None else ("error", UbReport())
+    meta = meta_words(shared_mem, mode, report)
+    out.append(_launch.BufferArg("launch", meta.__array_interface__["data"][0], 24,
+                                 (meta, report)))
     return out
 
 
@@ -591,12 +600,23 @@ def run_cuda(
         )
         return
     gen, lib = _variant(program, opts.checks)
-    buffers = _buffers(program, args, int(shared_mem))
-    _launch.launch(
-        lib, DIALECT, program.name, buffers, threads, b,
-        random_order=opts.random_order, seed=opts.seed,
-        shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic else gen.shared,
-    )
+    report = UbReport()
+    buffers = _buffers(program, args, int(shared_mem), (opts.undefined, report))
+    seed = opts.seed
+    if opts.random_order and seed is None:
+        seed = random.getrandbits(64)
+    order = f" (random order, seed {seed})" if opts.random_order else ""
+    try:
+        _launch.launch(
+            lib, DIALECT, program.name, buffers, threads, b,
+            random_order=opts.random_order, seed=seed,
+            shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic else gen.shared,
+        )
+    except EmulationError:
+        if opts.undefined == "warn":  # say what happened before the failure propagates
+            check_report(report, program.prefix, opts.undefined, order)
+        raise
+    check_report(report, program.prefix, opts.undefined, order)
 
 
 def _run_child(program, args, outputs, grid, block, shared_mem, options=None) -> None:
