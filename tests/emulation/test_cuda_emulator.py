@@ -20,9 +20,9 @@ from cunumpy.emulation import (
     EmulationError,
     EmulatorOptions,
     InactiveLaneError,
-    UndefinedBehaviorError,
     KernelCompileError,
     OutOfBoundsError,
+    UndefinedBehaviorError,
     emulate_cuda_kernel,
 )
 from cunumpy.kernels import CudaCompileError, CudaKernel

@@ -68,13 +68,13 @@ import numpy as np
 from cunumpy import config
 from cunumpy.emulation import _build, _launch
 from cunumpy.emulation._cuda_names import rename_user_typedefs
-from cunumpy.emulation._cuda_undefined import UbReport, check_report, meta_words
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
     rewrite_cuda,
     unsupported_features,
 )
+from cunumpy.emulation._cuda_undefined import UbReport, check_report, meta_words
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation.errors import EmulationError, EmulatorWarning, KernelCompileError
