@@ -599,14 +599,55 @@ _UNSUPPORTED_WORDS = {
 }
 
 
+_GRID_SYNC = "grid-wide synchronisation (cooperative groups grid_group::sync)"
+_GROUP_WORDS = {
+    "this_multi_grid": "multi-device cooperative groups (multi_grid_group)",
+    "multi_grid_group": "multi-device cooperative groups (multi_grid_group)",
+    "this_cluster": "thread block clusters (cluster_group)",
+    "cluster_group": "thread block clusters (cluster_group)",
+}
+
+
+def _grid_syncs(sig: list[Token]) -> bool:
+    """Whether the text calls ``sync`` on a grid group (``this_grid().sync()``, ``g.sync()`` or
+    ``cg::sync(g)`` for ``g`` made by ``this_grid()`` or declared ``grid_group``)."""
+    texts = [t.text for t in sig]
+    grids: set[str] = set()
+    for k, t in enumerate(texts):
+        if t == "this_grid" and k + 4 < len(texts) and texts[k + 1:k + 5] == ["(", ")", ".", "sync"]:
+            return True
+        if t == "grid_group" and k + 1 < len(sig) and sig[k + 1].kind == "ident":
+            grids.add(texts[k + 1])
+        if t == "this_grid":
+            j = k - 1  # step back over a qualification (cg::, ::cooperative_groups::)
+            while j >= 1 and texts[j] == "::" and sig[j - 1].kind == "ident":
+                j -= 2
+            if j >= 0 and texts[j] == "::":
+                j -= 1
+            if j >= 1 and texts[j] == "=" and sig[j - 1].kind == "ident":
+                grids.add(texts[j - 1])
+    for k, t in enumerate(texts):
+        if t in grids and k + 2 < len(texts) and texts[k + 1] == "." and texts[k + 2] == "sync":
+            return True
+        if (t == "sync" and k + 2 < len(texts) and texts[k + 1] == "(" and texts[k + 2] in grids
+                and (k + 3 >= len(texts) or texts[k + 3] == ")")):
+            return True
+    return False
+
+
 def unsupported_features(text: str) -> list[str]:
-    """CUDA features in ``text`` the emulator refuses (inline PTX, textures, device launches)."""
+    """CUDA features in ``text`` the emulator refuses (inline PTX, textures, device launches,
+    grid-wide and cluster synchronisation)."""
     sig = [t for t in tokenize(text) if t.kind not in ("ws", "comment", "pp")]
     found: list[str] = []
+    if ("this_grid" in text or "grid_group" in text) and _grid_syncs(sig):
+        found.append(_GRID_SYNC)
     for k, t in enumerate(sig):
         what = None
         if t.kind == "ident" and t.text in _UNSUPPORTED_WORDS:
             what = _UNSUPPORTED_WORDS[t.text]
+        elif t.kind == "ident" and t.text in _GROUP_WORDS:
+            what = _GROUP_WORDS[t.text]
         elif t.text == "<" and k + 2 < len(sig) and sig[k + 1].text == "<" and sig[k + 2].text == "<":
             what = "kernel launches from a kernel (dynamic parallelism, <<<...>>>)"
         elif t.text == "<<" and k + 1 < len(sig) and sig[k + 1].text == "<":

@@ -373,19 +373,11 @@ inline T exclusive_scan(const G& g, T value, CN_CG_SITE) {
 // ---------------------------------------------------------------------------------------------
 
 template <class G, class D, class S>
-inline void memcpy_async(const G& g, D* dst, const S* src, size_t bytes) {
+inline void memcpy_async(const G& g, D&& dst, S&& src, size_t bytes) {
   unsigned long long n = g.num_threads(), r = g.thread_rank();
-  unsigned char* d = reinterpret_cast<unsigned char*>(dst);
-  const unsigned char* s = reinterpret_cast<const unsigned char*>(src);
+  unsigned char* d = ::cn::cuda::cast<unsigned char*>(dst);
+  const unsigned char* s = ::cn::cuda::cast<const unsigned char*>(src);
   for (size_t k = size_t(r); k < bytes; k += size_t(n)) d[k] = s[k];
-}
-template <class G, class D, class S>
-inline void memcpy_async(const G& g, ::cn::ptr<D> dst, ::cn::ptr<S> src, size_t bytes) {
-  memcpy_async(g, static_cast<D*>(dst), static_cast<S*>(src), bytes);
-}
-template <class G, class D, class S>
-inline void memcpy_async(const G& g, D* dst, ::cn::ptr<S> src, size_t bytes) {
-  memcpy_async(g, dst, static_cast<S*>(src), bytes);
 }
 template <class G>
 inline void wait(const G& g, CN_CG_SITE) { g.sync(cn_line, cn_file); }
