@@ -7,8 +7,8 @@ declare their own, with other types, which C++ rejects as a conflicting redeclar
 such name that the kernel's text declares at global scope (``typedef T name;`` or
 ``using name = T;``, in any ``#if`` branch), every use of the name in the text is renamed
 ``cn_user_<name>``: the kernel's code then sees exactly its own type, and the host headers keep
-theirs. Names declared inside a namespace, class or function need nothing (they hide the global
-one, as in CUDA).
+theirs. A kernel that declares such a name only inside a namespace, class or function needs
+nothing (its name hides the global one, as in CUDA).
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ def _global_declarations(tokens: list) -> set[str]:
 def rename_user_typedefs(text: str) -> str:
     """``text`` with the host type names it declares at global scope renamed (``cn_user_...``).
 
-    Uses after ``.``, ``->`` and ``ns::`` are left alone (members, other namespaces); a leading
-    ``::`` is the global name and is renamed. Preprocessor lines are renamed too, except
+    Every use is renamed (a namespace of the kernel's that declares the same name too, and
+    ``ns::name``, stay consistent) except after ``.`` and ``->`` (members) and ``std::`` (the host
+    library's). Preprocessor lines are renamed too, except
     ``#include`` lines. Line structure is unchanged.
     """
     if not any(name in text for name in HOST_TYPE_NAMES):
@@ -93,7 +94,7 @@ def rename_user_typedefs(text: str) -> str:
             p1, p2 = prev
             member = p1 is not None and p1.text in (".", "->")
             qualified = (p1 is not None and p1.text == "::" and p2 is not None
-                         and (p2.kind == "ident" or p2.text == ">"))
+                         and p2.text == "std")
             if not member and not qualified:
                 new = PREFIX + t.text
         elif t.kind == "pp" and not re.match(r"\s*#\s*include\b", t.text):
