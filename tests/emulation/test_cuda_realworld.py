@@ -3,8 +3,6 @@ undefined behaviour, refused features, cooperative-group misuse, user typedefs, 
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
