@@ -388,7 +388,8 @@ inline WarpOut<T> warp(uint32_t mask, const T& v, int32_t arg, int32_t width, in
                 "warp function value too large for the emulator (at most 48 bytes)");
   static_assert(std::is_trivially_copyable<T>::value, "warp function values must be trivially copyable");
   WarpIn<T> in{v, mask, arg, width};
-  return lane_exchange<WarpOut<T>, WarpIn<T>>(in, 0, &resolve<T, OP>, line, file);
+  return lane_exchange<WarpOut<T>, WarpIn<T>>(in, 0, &resolve<T, OP>, line, file,
+                                              OP == W_ACTIVEMASK ? 0u : mask);
 }
 
 }  // namespace cuda

@@ -45,7 +45,8 @@ __attribute__((always_inline)) inline unsigned tile_mask(unsigned n) {
 __attribute__((noinline, cold)) inline void bad_tile(unsigned n, int line, const char* file) {
   ::cn::fail_fatal(::cn::ERR_INTERNAL, line, file,
                    "tiled_partition with %u threads: the CUDA emulator (emu-cuda) supports tiles "
-                   "of 1, 2, 4, 8, 16 or 32 threads (a power of two, at most a warp)", n);
+                   "of 1, 2, 4, 8, 16 or 32 threads, and powers of two up to 1024 for "
+                   "thread_group tiles", n);
 }
 
 __attribute__((noinline, cold)) inline void grid_sync(int line, const char* file) {
@@ -87,7 +88,8 @@ class thread_group {
   thread_group(int kind, unsigned size, unsigned mask) : cn_kind(kind), cn_size(size), cn_mask(mask) {}
 
   void sync(CN_CG_SITE) const {
-    if (cn_kind == cn_detail::K_BLOCK) __syncthreads(cn_line, cn_file);
+    if (cn_kind == cn_detail::K_BLOCK || (cn_kind == cn_detail::K_TILE && cn_size > 32))
+      __syncthreads(cn_line, cn_file);
     else if (cn_kind == cn_detail::K_GRID) cn_detail::grid_sync(cn_line, cn_file);
     else __syncwarp(cn_mask, cn_line, cn_file);
   }
@@ -132,6 +134,15 @@ class thread_block : public thread_group {
 };
 
 inline thread_block this_thread_block() { return thread_block(); }
+
+// Scratch that CUDA needs for tiles of more than 32 threads; the emulator needs none.
+template <unsigned int MaxBlockSize = 1024, unsigned int TileCommunicationSize = 8,
+          unsigned int MaxWarps = MaxBlockSize / 32>
+struct block_tile_memory {
+  unsigned char cn_unused[4];
+};
+template <class M>
+inline thread_block this_thread_block(M&) { return thread_block(); }
 
 // ---------------------------------------------------------------------------------------------
 // Grid and cluster groups: ranks and sizes only (their sync stops the launch).
@@ -252,17 +263,43 @@ class thread_block_tile_dynamic : public thread_group,
   unsigned int meta_group_size() const { return (cn_parent + cn_size - 1u) / cn_size; }
 };
 
+namespace cn_detail {
+
+// A tile of more than 32 threads (a power of two up to 1024, inside one block). The emulator
+// synchronises it with a block barrier, so every tile of the block must reach the same sync
+// (true of kernels that partition a block and use each tile the same way).
+class large_tile : public thread_group {
+ public:
+  unsigned cn_parent;
+  large_tile(unsigned n, unsigned parent) : thread_group(K_TILE, n, 0xffffffffu), cn_parent(parent) {}
+  void sync(CN_CG_SITE) const { __syncthreads(cn_line, cn_file); }
+  unsigned cn_rank() const { return block_rank() & (cn_size - 1u); }
+  unsigned cn_count() const { return cn_size; }
+  unsigned int meta_group_rank() const { return (block_rank() % cn_parent) / cn_size; }
+  unsigned int meta_group_size() const { return (cn_parent + cn_size - 1u) / cn_size; }
+};
+
+// Per-thread scratch for reductions over large tiles: one slot per warp of the block.
+template <class T>
+inline T* warp_slots() {
+  alignas(16) static thread_local unsigned char slots[32][sizeof(T) < 16 ? 16 : sizeof(T)];
+  return reinterpret_cast<T*>(&slots[0][0]);
+}
+
+}  // namespace cn_detail
+
 template <unsigned int N, class Parent = void>
-class thread_block_tile : public thread_block_tile_dynamic {
-  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0,
+class thread_block_tile
+    : public std::conditional_t<(N <= 32), thread_block_tile_dynamic, cn_detail::large_tile> {
+  static_assert(N >= 1 && N <= 1024 && (N & (N - 1)) == 0,
                 "the CUDA emulator (emu-cuda) supports thread_block_tile<N> with N a power of two "
-                "up to 32");
+                "up to 1024");
+  using base = std::conditional_t<(N <= 32), thread_block_tile_dynamic, cn_detail::large_tile>;
 
  public:
-  explicit thread_block_tile(unsigned parent = cn_detail::block_threads())
-      : thread_block_tile_dynamic(N, parent) {}
+  explicit thread_block_tile(unsigned parent = cn_detail::block_threads()) : base(N, parent) {}
   template <class P>
-  thread_block_tile(const thread_block_tile<N, P>& o) : thread_block_tile_dynamic(N, o.cn_parent) {}
+  thread_block_tile(const thread_block_tile<N, P>& o) : base(N, o.cn_parent) {}
   static constexpr unsigned int size() { return N; }
   static constexpr unsigned int num_threads() { return N; }
   static unsigned int thread_rank() { return cn_detail::block_rank() & (N - 1u); }
@@ -278,10 +315,11 @@ inline thread_block_tile<N, thread_block> tiled_partition(const thread_block&) {
   return thread_block_tile<N, thread_block>(cn_detail::block_threads());
 }
 
-inline thread_block_tile_dynamic tiled_partition(const thread_group& parent, unsigned n,
-                                                 CN_CG_SITE) {
-  if (n < 1 || n > 32 || (n & (n - 1u)) != 0) cn_detail::bad_tile(n, cn_line, cn_file);
-  unsigned m = (n < 1 || n > 32 || (n & (n - 1u)) != 0) ? 32u : n;
+inline thread_group tiled_partition(const thread_group& parent, unsigned n, CN_CG_SITE) {
+  bool ok = n >= 1 && n <= 1024 && (n & (n - 1u)) == 0;
+  if (!ok) cn_detail::bad_tile(n, cn_line, cn_file);
+  unsigned m = ok ? n : 32u;
+  if (m > 32) return cn_detail::large_tile(m, unsigned(parent.num_threads()));
   return thread_block_tile_dynamic(m, unsigned(parent.num_threads()));
 }
 
@@ -302,6 +340,20 @@ class coalesced_group : public thread_group, public cn_detail::warp_ops<coalesce
 
 inline coalesced_group coalesced_threads(CN_CG_SITE) {
   return coalesced_group(__activemask(cn_line, cn_file));
+}
+
+// The members of a warp-sized group that share a label (labeled_partition) or a predicate
+// (binary_partition), as a coalesced group.
+template <class G, class L>
+inline coalesced_group labeled_partition(const G& parent, L label, CN_CG_SITE) {
+  static_assert(std::is_base_of<thread_block_tile_dynamic, G>::value ||
+                    std::is_base_of<coalesced_group, G>::value,
+                "labeled_partition takes a tile of at most 32 threads or a coalesced group");
+  return coalesced_group(__match_any_sync(parent.cn_mask, label, cn_line, cn_file));
+}
+template <class G>
+inline coalesced_group binary_partition(const G& parent, bool pred, CN_CG_SITE) {
+  return labeled_partition(parent, int(pred), cn_line, cn_file);
 }
 
 template <class G>
@@ -338,6 +390,21 @@ inline T reduce(const G& g, T value, Op op, CN_CG_SITE) {
     for (unsigned off = g.cn_size / 2u; off > 0; off /= 2u)
       value = op(value, g.shfl_xor(value, off, cn_line, cn_file));
     return value;
+  } else if constexpr (std::is_base_of<cn_detail::large_tile, G>::value) {
+    // Each warp reduces its 32 lanes, lane 0 publishes the result, every lane combines the
+    // results of the warps of its tile in order.
+    unsigned full = 0xffffffffu;
+    for (unsigned off = 16; off > 0; off /= 2)
+      value = op(value, __shfl_xor_sync(full, value, int(off), 32, cn_line, cn_file));
+    T* slots = cn_detail::warp_slots<T>();
+    unsigned warp = cn_detail::block_rank() / 32u;
+    if (cn_detail::lane() == 0) slots[warp] = value;
+    __syncthreads(cn_line, cn_file);
+    unsigned first = (cn_detail::block_rank() & ~(g.cn_size - 1u)) / 32u;
+    T acc = slots[first];
+    for (unsigned k = 1; k < g.cn_size / 32u; ++k) acc = op(acc, slots[first + k]);
+    __syncthreads(cn_line, cn_file);
+    return acc;
   } else {
     static_assert(sizeof(G) == 0, "cooperative_groups::reduce takes a tile or a coalesced group");
     return value;
