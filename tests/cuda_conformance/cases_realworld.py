@@ -640,3 +640,105 @@ extern "C" __global__ void phase(int n, const float* x, float* y, double* yd) {
     atol=1e-5,
     features=("toolkit-includes", "math-constants"),
 )
+
+
+# 14. partitions of a tile by label and by predicate, in a grid-stride loop with divergence ----
+def _partition_reference(a: Args) -> dict[int, np.ndarray]:
+    x = a[1]
+    n = a[0]
+    stride = 2 * 128  # grid x block of the launch
+    counts = np.zeros(4, np.int64)
+    sums = np.zeros(2, np.int64)
+    for start in range(0, n, stride):
+        chunk = x[start:start + stride]
+        for w in range(0, chunk.size, 32):
+            lanes = chunk[w:w + 32]
+            for label in range(4):
+                counts[label] += (lanes % 4 == label).sum()
+            sums[0] += lanes[lanes % 2 == 1].sum()
+            sums[1] += lanes[lanes % 2 == 0].sum()
+    maxes = np.array([x[x % 4 == k].max() for k in range(4)], np.int64)
+    return {2: counts.astype(np.int32), 3: sums.astype(np.int32), 4: maxes.astype(np.int32)}
+
+
+case(
+    id="cg_labeled_binary_partition",
+    name="cg_partitions",
+    source=r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
+extern "C" __global__ void cg_partitions(int n, const int* x, int* counts, int* sums, int* maxes) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    int stride = gridDim.x * blockDim.x;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int v = x[i];
+        auto parity = cg::binary_partition(warp, v & 1);
+        if (v & 1) {
+            int s = cg::reduce(parity, v, cg::plus<int>());
+            if (parity.thread_rank() == 0) atomicAdd(&sums[0], s);
+        } else {
+            int s = cg::reduce(parity, v, cg::plus<int>());
+            if (parity.thread_rank() == 0) atomicAdd(&sums[1], s);
+        }
+        cg::coalesced_group active = cg::coalesced_threads();
+        auto same = cg::labeled_partition(active, v % 4);
+        int m = cg::reduce(same, v, cg::greater<int>());
+        if (same.thread_rank() == 0) {
+            atomicAdd(&counts[v % 4], (int)same.size());
+            atomicMax(&maxes[v % 4], m);
+        }
+        cg::sync(warp);
+    }
+}
+""",
+    inputs=lambda rng: [
+        1024, rng.integers(0, 1000, 1024).astype(np.int32), np.zeros(4, np.int32),
+        np.zeros(2, np.int32), np.zeros(4, np.int32),
+    ],
+    reference=_partition_reference,
+    launch=lambda a: {"grid": 2, "block": 128},
+    features=("cooperative-groups", "labeled-partition", "binary-partition", "divergence"),
+)
+
+
+# 15. tiles of more than a warp: tile<64> and tile<128> reductions and ranks -------------------
+def _large_tiles_reference(a: Args) -> dict[int, np.ndarray]:
+    x = a[0].astype(np.int64)
+    t64 = np.repeat(x.reshape(-1, 64).sum(axis=1), 64)
+    t128 = np.repeat(x.reshape(-1, 128).sum(axis=1), 128)
+    r = np.arange(x.size) % 256
+    meta = (r // 64) * 10 + (r // 128)
+    return {1: t64.astype(np.int32), 2: t128.astype(np.int32), 3: meta.astype(np.int32)}
+
+
+case(
+    id="cg_tiles_larger_than_a_warp",
+    name="cg_large_tiles",
+    source=r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
+extern "C" __global__ void cg_large_tiles(const int* x, int* s64, int* s128, int* meta) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<64> t64 = cg::tiled_partition<64>(block);
+    cg::thread_block_tile<128> t128 = cg::tiled_partition<128>(block);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int v = x[i];
+    s64[i] = cg::reduce(t64, v, cg::plus<int>());
+    t64.sync();
+    s128[i] = cg::reduce(t128, v, cg::plus<int>());
+    meta[i] = (int)(t64.meta_group_rank() * 10 + t128.meta_group_rank());
+}
+""",
+    inputs=lambda rng: [
+        rng.integers(-100, 100, 768).astype(np.int32), np.zeros(768, np.int32),
+        np.zeros(768, np.int32), np.zeros(768, np.int32),
+    ],
+    reference=_large_tiles_reference,
+    launch=lambda a: {"grid": 3, "block": 256},
+    features=("cooperative-groups", "large-tiles"),
+)

@@ -184,13 +184,13 @@ extern "C" __global__ void tile6(int* y) {
         k(np.zeros(32, np.int32), grid=1, block=32)
 
 
-def test_static_tile_over_a_warp_does_not_compile():
+def test_static_tile_of_a_bad_size_does_not_compile():
     k = K(CG + r"""
 extern "C" __global__ void tile64(int* y) {
-  auto t = cg::tiled_partition<64>(cg::this_thread_block());
+  auto t = cg::tiled_partition<48>(cg::this_thread_block());
   y[threadIdx.x] = t.thread_rank();
 }""")
-    with pytest.raises(EmulationError, match=r"thread_block_tile<N> with N a power of two up to 32"):
+    with pytest.raises(EmulationError, match=r"thread_block_tile<N> with N a power of two up to 1024"):
         k(np.zeros(64, np.int32), grid=1, block=64)
 
 
