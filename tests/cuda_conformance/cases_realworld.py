@@ -742,3 +742,39 @@ extern "C" __global__ void cg_large_tiles(const int* x, int* s64, int* s128, int
     launch=lambda a: {"grid": 3, "block": 256},
     features=("cooperative-groups", "large-tiles"),
 )
+
+
+# 16. CuPy's own headers as cupyx kernels include them: math constants, carray, float16 --------
+def _cupy_headers_reference(a: Args) -> dict[int, np.ndarray]:
+    x = a[1]
+    h = x.astype(np.float16)
+    s = (h.astype(np.float32) * h.astype(np.float32)).astype(np.float16)  # one rounding
+    y = np.where(x > 0, s.astype(np.float32), np.float32(-1.0))
+    flags = np.isinf(np.float32(np.inf)).astype(np.int32) * 1 + np.isnan(np.float32(np.nan)) * 2
+    return {2: y.astype(np.float32), 3: np.full(x.size, flags, np.int32)}
+
+
+case(
+    id="cupy_headers_math_constants_float16",
+    name="cupy_headers",
+    source=r"""
+#include <cupy/math_constants.h>
+#include <cupy/carray.cuh>
+#include <cupy/complex.cuh>
+#include <cupy/float16.cuh>
+
+extern "C" __global__ void cupy_headers(int n, const float* x, float* y, int* flags) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float16 h = x[i];
+    float16 sq = (float)h * (float)h;
+    y[i] = x[i] > 0 ? (float)sq : -1.0f;
+    flags[i] = (isinf(CUDART_INF) ? 1 : 0) + (isnan(CUDART_NAN_F) ? 2 : 0);
+}
+""",
+    inputs=lambda rng: [500, _f32(rng, 500, -4.0, 4.0), np.zeros(500, np.float32),
+                        np.zeros(500, np.int32)],
+    reference=_cupy_headers_reference,
+    rtol=1e-6,
+    features=("cupy-headers", "float16", "math-constants"),
+)

@@ -301,3 +301,47 @@ extern "C" __global__ void words(unsigned int* y) {
     emulate_cuda_kernel(k, y, grid=1, block=32, options=EmulatorOptions(checks=checks))
     t = np.arange(32, dtype=np.uint32)
     np.testing.assert_array_equal(y, ((0x01020304 * t) & 0xFF) + t)
+
+
+def test_cupy_array_views_are_refused_by_name():
+    src = ('#include <cupy/carray.cuh>\n'
+           'extern "C" __global__ void k(float* y) { CArray<float, 1, true, true> a; }')
+    with pytest.raises(NotImplementedError, match=r"CuPy's CArray/CIndexer .*\(emu-cuda\)"):
+        K(src, "k")(np.zeros(4, np.float32))
+
+
+def test_libcu_std_headers_are_the_host_library():
+    k = K(r"""
+#include <cuda/std/limits>
+#include <cuda/std/type_traits>
+#include <cupy/cuda_workaround.h>
+extern "C" __global__ void lim(float* y, int* z) {
+  y[0] = cuda::std::numeric_limits<float>::max();
+  z[0] = cuda::std::is_same<int, cuda::std::remove_cv<const int>::type>::value
+         + 2 * std::is_floating_point<float>::value;
+}""")
+    y, z = np.zeros(1, np.float32), np.zeros(1, np.int32)
+    k(y, z, grid=1, block=1)
+    assert y[0] == np.finfo(np.float32).max and z[0] == 3
+
+
+def test_cupy_float16_class_semantics():
+    k = K(r"""
+#include <cupy/float16.cuh>
+extern "C" __global__ void f16(const float* x, float* y, int* bits) {
+  int i = threadIdx.x;
+  float16 a = x[i], b = 1.5f;
+  float16 c = a + b;           // computed in float, rounded once
+  c += 0.25f;
+  y[i] = (float)max(c, -c) + (float)nextafter(float16(1.0f), float16(2.0f)) - 1.0f;
+  bits[i] = c.to_bits() * 4 + c.signbit() * 2 + (isnan(float16(x[i] / 0.0f * 0.0f)) ? 1 : 0);
+}""")
+    x = np.array([0.1, -3.0, 2.0, 100.0], np.float32)
+    y, bits = np.zeros(4, np.float32), np.zeros(4, np.int32)
+    k(x, y, bits, grid=1, block=4)
+    c = ((x.astype(np.float16).astype(np.float32) + 1.5).astype(np.float16).astype(np.float32)
+         + 0.25).astype(np.float16)
+    step = np.float32(np.nextafter(np.float16(1), np.float16(2))) - 1
+    np.testing.assert_array_equal(y, np.abs(c).astype(np.float32) + step)
+    expect = c.view(np.uint16).astype(np.int32) * 4 + np.signbit(c) * 2 + 1
+    np.testing.assert_array_equal(bits, expect)

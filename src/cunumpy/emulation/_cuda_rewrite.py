@@ -72,6 +72,8 @@ _PROVIDED = frozenset(
         "sm_32_intrinsics.h", "sm_30_intrinsics.h", "sm_60_atomic_functions.h",
         "math_functions.h", "vector_types.h", "vector_functions.h", "cuda_fp16.h",
         "crt/math_functions.h", "assert.h", "cassert", "math_constants.h",
+        "cupy/math_constants.h", "cuda_fp16.hpp", "sm_61_intrinsics.h",
+        "device_types.h", "driver_types.h", "cuda_device_runtime_api.h",
     }
 )
 
@@ -84,9 +86,13 @@ _MAPPED = {
     "cuComplex.h": "cn_cuda_complex.h",
     "cupy/complex.cuh": "cn_cupy_complex.h",
     "thrust/complex.h": "cn_cupy_complex.h",
-    "cuda/std/complex": "cn_cupy_complex.h",
+    "cupy/float16.cuh": "cn_cupy_float16.h",
+    "cupy/carray.cuh": "cn_cupy_carray.h",
+    "cupy/cuda_workaround.h": "cn_cuda_std.h",
     "cuda_bf16.h": "cn_cuda_bf16.h",
+    "cuda_bf16.hpp": "cn_cuda_bf16.h",
 }
+_MAPPED_PREFIXES = {"cuda/std/": "cn_cuda_std.h"}
 
 # Libraries the emulator does not provide, with what they are.
 _REFUSED = {
@@ -132,7 +138,9 @@ def inline_includes(
             quote, rel = m.group(1), m.group(2).strip()
             out.append(src[pos : m.start()])
             pos = m.end()
-            mapped = _MAPPED.get(rel)
+            mapped = _MAPPED.get(rel) or next(
+                (h for p, h in _MAPPED_PREFIXES.items() if rel.startswith(p)), None
+            )
             if mapped is not None:
                 out.append(f'#include "{mapped}"')
                 continue
@@ -600,6 +608,7 @@ _UNSUPPORTED_WORDS = {
 
 
 _GRID_SYNC = "grid-wide synchronisation (cooperative groups grid_group::sync)"
+_CUPY_VIEWS = "CuPy's CArray/CIndexer (the array views of ElementwiseKernel code)"
 _GROUP_WORDS = {
     "this_multi_grid": "multi-device cooperative groups (multi_grid_group)",
     "multi_grid_group": "multi-device cooperative groups (multi_grid_group)",
@@ -648,6 +657,9 @@ def unsupported_features(text: str) -> list[str]:
             what = _UNSUPPORTED_WORDS[t.text]
         elif t.kind == "ident" and t.text in _GROUP_WORDS:
             what = _GROUP_WORDS[t.text]
+        elif (t.kind == "ident" and t.text in ("CArray", "CIndexer") and k + 1 < len(sig)
+              and sig[k + 1].text == "<"):
+            what = _CUPY_VIEWS
         elif t.text == "<" and k + 2 < len(sig) and sig[k + 1].text == "<" and sig[k + 2].text == "<":
             what = "kernel launches from a kernel (dynamic parallelism, <<<...>>>)"
         elif t.text == "<<" and k + 1 < len(sig) and sig[k + 1].text == "<":

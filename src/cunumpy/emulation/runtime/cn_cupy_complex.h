@@ -4,8 +4,9 @@
 // complex<T> holds {real, imag} with the alignment of two T (8 bytes for float, 16 for double),
 // so arrays of complex64 / complex128 have its layout. Arithmetic mixes complex and real operands
 // of any arithmetic type (the result has the promoted type); the functions are those CuPy kernels
-// use (abs, arg, norm, conj, polar, proj, exp, log, log10, sqrt, pow, the trigonometric and
-// hyperbolic functions and their inverses), computed through the host's std::complex.
+// use (real, imag, abs, arg, norm, conj, polar, proj, exp, log, log10, log1p, log2, expm1, sqrt,
+// pow, rint, min, max, isnan, isinf, isfinite, the trigonometric and hyperbolic functions and
+// their inverses), computed through the host's std::complex.
 #ifndef CN_CUPY_COMPLEX_H
 #define CN_CUPY_COMPLEX_H
 
@@ -146,9 +147,32 @@ inline complex<cn_detail::promoted<A, B>> pow(const A& a, const complex<B>& b) {
   return cn_detail::t(std::pow(P(a), cn_detail::s(complex<P>(b))));
 }
 
+template <class T> inline T real(const complex<T>& z) { return z.real(); }
+template <class T> inline T imag(const complex<T>& z) { return z.imag(); }
+
 template <class T> inline bool isnan(const complex<T>& z) { return std::isnan(z.real()) || std::isnan(z.imag()); }
 template <class T> inline bool isinf(const complex<T>& z) { return std::isinf(z.real()) || std::isinf(z.imag()); }
 template <class T> inline bool isfinite(const complex<T>& z) { return std::isfinite(z.real()) && std::isfinite(z.imag()); }
+
+// What CuPy's header adds to thrust's: log1p, log2, expm1, rint, and min/max in NumPy's order
+// (real part first, then imaginary; a NaN operand loses).
+template <class T> inline complex<T> log1p(complex<T> z) { return log(z + T(1)); }
+template <class T> inline complex<T> log2(complex<T> z) { return log(z) / std::log(T(2)); }
+template <class T> inline complex<T> expm1(complex<T> z) { return exp(z) - T(1); }
+template <class T> inline complex<T> rint(complex<T> z) { return {std::rint(z.real()), std::rint(z.imag())}; }
+template <class T> inline bool cn_less(const complex<T>& a, const complex<T>& b) {
+  return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+}
+template <class T> inline complex<T> min(complex<T> a, complex<T> b) {
+  if (isnan(a)) return b;
+  if (isnan(b)) return a;
+  return cn_less(b, a) ? b : a;
+}
+template <class T> inline complex<T> max(complex<T> a, complex<T> b) {
+  if (isnan(a)) return b;
+  if (isnan(b)) return a;
+  return cn_less(a, b) ? b : a;
+}
 
 }  // namespace thrust
 
@@ -180,5 +204,13 @@ using thrust::atanh;
 using thrust::isnan;
 using thrust::isinf;
 using thrust::isfinite;
+using thrust::real;
+using thrust::imag;
+using thrust::log1p;
+using thrust::log2;
+using thrust::expm1;
+using thrust::rint;
+using thrust::min;
+using thrust::max;
 
 #endif  // CN_CUPY_COMPLEX_H
