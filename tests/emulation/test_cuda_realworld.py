@@ -345,3 +345,35 @@ extern "C" __global__ void f16(const float* x, float* y, int* bits) {
     np.testing.assert_array_equal(y, np.abs(c).astype(np.float32) + step)
     expect = c.view(np.uint16).astype(np.int32) * 4 + np.signbit(c) * 2 + 1
     np.testing.assert_array_equal(bits, expect)
+
+
+def test_global_names_that_the_c_library_also_declares():
+    k = K(r"""
+__constant__ float gamma = 1.5f;
+__device__ int index;
+__device__ double time(double t) { return t * 2.0; }
+enum Mode { read = 3, write = 4 };
+struct Particle {
+  float time;
+  int index;
+  __device__ float age() const { return time + index; }
+};
+__device__ float random(unsigned s) { return (s % 7) * 0.5f; }
+extern "C" __global__ void eos(float* y, int* modes) {
+  int i = threadIdx.x;
+  Particle p{1.0f, 2};
+  index = 5;
+  y[i] = gamma * (float)time(0.5) + p.age() + p.time + random(i) + index;
+  modes[i] = read + write;
+}""")
+    y, modes = np.zeros(8, np.float32), np.zeros(8, np.int32)
+    k(y, modes, grid=1, block=8)
+    np.testing.assert_allclose(y, 1.5 + 3.0 + 1.0 + (np.arange(8) % 7) * 0.5 + 5)
+    np.testing.assert_array_equal(modes, 7)
+
+
+def test_kernel_named_like_a_c_function_is_not_renamed():
+    k = K('extern "C" __global__ void index(int* y) { y[threadIdx.x] = threadIdx.x; }', "index")
+    y = np.zeros(4, np.int32)
+    k(y, grid=1, block=4)
+    np.testing.assert_array_equal(y, np.arange(4))

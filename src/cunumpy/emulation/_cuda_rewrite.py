@@ -5,8 +5,10 @@ Three steps, each keeping compiler line numbers pointing at the user's text:
 1. :func:`inline_includes`: ``#include`` lines that name a file found beside the source or in
    ``include_dirs`` are replaced by that file's text between ``#line`` directives (each file once,
    as ``#pragma once`` or include guards would have it); includes of CUDA toolkit headers that
-   ``cn_cuda.h`` stands in for are blanked; includes of libraries the emulator cannot run
-   (cooperative groups, CUB, Thrust, WMMA) raise :class:`NotImplementedError`.
+   ``cn_cuda.h`` stands in for are blanked; those a runtime header of its own stands in for
+   (cooperative groups, ``cuComplex.h``, ``cuda_bf16.h``, CuPy's headers, ``cuda/std/...``)
+   become an include of that header; includes of libraries the emulator cannot run (CUB,
+   Thrust algorithms, WMMA) raise :class:`NotImplementedError`.
 2. :func:`rewrite_cuda`: ``__shared__`` declarations become references into the per-block arena
    of ``cn_core.h`` (bounds-checked arrays with checks on), ``extern __shared__ T a[];`` a pointer
    into the dynamic region of ``shared_mem`` bytes; declarations at namespace scope are removed
@@ -18,8 +20,9 @@ Three steps, each keeping compiler line numbers pointing at the user's text:
    arrays (its result is a raw, unchecked pointer). With checks on, a subscript ``x[i]`` of a
    checked name becomes ``cn::cuda::at_site(x, __LINE__, __FILE__)[i]``, so an out-of-bounds
    failure is reported with its line.
-3. Feature detection: whether the text synchronises (fibers needed) and which unsupported
-   features (inline PTX, textures, kernel launches from kernels) it uses.
+3. Feature detection: whether the text synchronises (fibers needed; cooperative groups count)
+   and which unsupported features (inline PTX, textures, kernel launches from kernels, grid and
+   cluster synchronisation, CuPy's CArray) it uses.
 
 Rewrites never add or remove a newline inside the user's text.
 """

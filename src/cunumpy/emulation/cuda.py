@@ -23,10 +23,13 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
 - ``__syncthreads`` not reached by every thread of a block, or reached at different places
   (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`): the classic kernel whose surplus
   threads ``return`` before a barrier;
-- warp functions reading a lane that has exited, waits elsewhere, or does not exist
-  (:class:`~cunumpy.emulation.errors.InactiveLaneError`), or that the mask leaves out, masks
-  naming a lane that waits elsewhere, a calling lane missing from its own mask, shuffle widths
-  that are not powers of two (:class:`~cunumpy.emulation.errors.EmulationError`);
+- undefined behaviour of warp functions, named with the rule, the line and the lanes
+  (:class:`~cunumpy.emulation.errors.UndefinedBehaviorError`; ``EmulatorOptions(undefined=
+  "warn")`` warns and goes on): reading a lane that has exited, waits elsewhere, or does not
+  exist (:class:`~cunumpy.emulation.errors.InactiveLaneError`, a subclass), or that the mask
+  leaves out, masks naming a lane that waits elsewhere, a calling lane missing from its own
+  mask, shuffle widths that are not powers of two. Cooperative-group operations are built on
+  the same primitives and get the same checks;
 - device ``assert`` and ``__trap()``: the launch stops with the failing thread and expression;
 - shared memory over 227 KiB per block.
 
@@ -45,9 +48,13 @@ that relies on implicit lockstep without ``__syncwarp`` (a data race since Volta
 different results here, as it may on a GPU. ``extern "C"`` is compiled with C++ linkage, so a
 kernel may be named like a C library function.
 
+Runtime headers stand in for ``<cooperative_groups.h>`` (and its reduce, scan and memcpy_async
+headers), ``<cuComplex.h>``, ``<cuda_bf16.h>``, CuPy's ``<cupy/complex.cuh>``,
+``<cupy/float16.cuh>`` and ``<cupy/carray.cuh>``, and libcu++'s ``<cuda/std/...>``; a kernel's
+own typedefs of the host's type names (``typedef unsigned long long uint64_t;``) keep their type.
 Refused with :class:`NotImplementedError` naming the engine and the feature: inline PTX (``asm``),
-textures and surfaces, kernel launches from kernels, cooperative groups, CUB, Thrust, WMMA, and
-kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
+textures and surfaces, kernel launches from kernels, grid-wide and cluster synchronisation, CUB,
+Thrust algorithms, WMMA, CuPy's ``CArray``, and kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
 (flushed after each launch). Results of transcendental functions follow the host's C library,
 not CUDA's ulp bounds; ``--use_fast_math`` and other compiler options except ``-D``/``-U``/``-I``
 are ignored.
@@ -274,7 +281,7 @@ def generate_source(
     text, texts = inline_includes(
         program.source, program.label, folder, program.include_dirs, prefix
     )
-    text = rename_user_typedefs(text)
+    text = rename_user_typedefs(text, keep=program.name)
     refused = unsupported_features(text)
     if refused:
         raise NotImplementedError(
