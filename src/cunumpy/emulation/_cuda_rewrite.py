@@ -77,6 +77,9 @@ _PROVIDED = frozenset(
         "crt/math_functions.h", "assert.h", "cassert", "math_constants.h",
         "cupy/math_constants.h", "cuda_fp16.hpp", "sm_61_intrinsics.h",
         "device_types.h", "driver_types.h", "cuda_device_runtime_api.h",
+        # host-side library APIs that kernel files include for their host code
+        "cublas_v2.h", "cublas.h", "cublasLt.h", "cufft.h", "cusparse.h", "curand.h",
+        "cusolverDn.h", "nvrtc.h", "cuda_profiler_api.h", "cuda_occupancy.h",
     }
 )
 
@@ -107,6 +110,7 @@ _REFUSED = {
     "cuda/pipeline": "libcu++ pipelines",
     "cuda_fp8.h": "fp8 types",
     "curand_kernel.h": "cuRAND device functions",
+    "cuda/": "libcu++ extensions (cuda::)",
 }
 
 _INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"][^\n]*$', re.MULTILINE)
