@@ -377,3 +377,24 @@ def test_kernel_named_like_a_c_function_is_not_renamed():
     y = np.zeros(4, np.int32)
     k(y, grid=1, block=4)
     np.testing.assert_array_equal(y, np.arange(4))
+
+
+def test_diverged_branches_with_their_own_masks_then_a_full_syncwarp():
+    # Even lanes reach the final __syncwarp first; the odd lanes' shuffle (mask: odd lanes only)
+    # must still resolve before it, as on a GPU with independent thread scheduling.
+    k = K(r"""
+extern "C" __global__ void branches(int* y) {
+  int lane = threadIdx.x & 31;
+  int v = lane;
+  if (lane & 1) {
+    v = __shfl_sync(0xaaaaaaaau, v, (lane + 2) & 31);
+  } else {
+    v = __shfl_sync(0x55555555u, v, (lane + 2) & 31) + 100;
+  }
+  __syncwarp();
+  y[threadIdx.x] = v;
+}""")
+    y = np.zeros(32, np.int32)
+    k(y, grid=1, block=32)
+    lane = np.arange(32)
+    np.testing.assert_array_equal(y, (lane + 2) % 32 + np.where(lane % 2, 0, 100))
