@@ -168,7 +168,10 @@ def generate_source(
             f"{DIALECT.prefix(signature.name)} declares {len(shared)} threadgroup variables; the "
             "emulator supports 256"
         )
-    fibers = header.sync or body.sync
+    # thread_elements() gathers the lanes' fragments through lane exchanges (cn_metal.h).
+    fibers = header.sync or body.sync or "thread_elements" in signature.source + (
+        signature.header or ""
+    )
     fname = re.sub(r"\W", "_", signature.kernel_name or f"custom_kernel_{signature.name}")
     tparams, targs = _template_parts(signature.template)
     decls, defs, args = [], [], []
