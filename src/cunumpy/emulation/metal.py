@@ -142,13 +142,16 @@ def generate_source(
     checks: bool,
     checked_buffers: bool | None = None,
     checked_arrays: bool | None = None,
+    math_mode: str = "safe",
 ) -> Generated:
     """The C++ translation unit of one kernel variant.
 
     ``checked_buffers`` (default: ``checks``) declares buffer parameters, header helpers'
     pointer parameters and local pointer declarations as bounds-checked ``cn::ptr`` rather than
     raw pointers. ``checked_arrays`` (default: ``checks``) declares threadgroup arrays as
-    bounds-checked ``cn::tarr`` rather than plain arrays.
+    bounds-checked ``cn::tarr`` rather than plain arrays. ``math_mode`` is MLX's
+    ``compile_options["math_mode"]``: ``fast`` compiles the kernel with fast math and defines
+    ``__FAST_MATH__`` (as Metal's fast math mode does), ``relaxed`` allows reassociation only.
     """
     if checked_buffers is None:
         checked_buffers = checks
@@ -185,8 +188,7 @@ def generate_source(
             args.append(f"b{p.buffer}")
     nbuffers = sum(1 for p in signature.params if p.kind != "attribute")
     call = fname + (f"<{', '.join(targs)}>" if tparams else "")
-    parts = [
-        '#include "cn_metal.h"',
+    parts = ['#include "cn_metal.h"', *_MATH_MODE_LINES[math_mode],
         '#line 1 "header"',
         _with_newline(header.text),
         '#line 1 "wrapper"',
@@ -212,6 +214,15 @@ def generate_source(
         "",
     ]
     return Generated("\n".join(parts), shared, fibers, fname)
+
+
+_MATH_MODE_LINES = {
+    "safe": (),
+    "relaxed": ('#pragma GCC optimize("-fno-math-errno", "-fassociative-math", '
+                '"-fno-signed-zeros", "-fno-trapping-math")',),
+    "fast": ('#pragma GCC optimize("-ffast-math")', "#define __FAST_MATH__ 1"),
+}
+"""Lines after the runtime include for each MLX math mode (the runtime itself stays exact)."""
 
 
 def _with_newline(text: str) -> str:
@@ -324,22 +335,24 @@ def _check_outputs(name: str, signature: MetalSignature, outputs: Sequence[np.nd
 _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 
-def _memo_key(signature: MetalSignature, checks: bool) -> tuple[Any, ...]:
+def _memo_key(signature: MetalSignature, checks: bool, math_mode: str = "safe") -> tuple[Any, ...]:
     """The in-process key of a compiled variant.
 
     Signatures compare template values with ``==``, and ``True == 1``: the value types are part of
     the key so a ``bool N`` variant is never served for an ``int N`` one.
     """
     types = tuple(type(v) for _, v in signature.template)
-    return (signature, types, checks, config.cache_dir_override())
+    return (signature, types, checks, math_mode, config.cache_dir_override())
 
 
-def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build.Library]:
-    memo = _memo_key(signature, checks)
+def _variant(
+    signature: MetalSignature, checks: bool, math_mode: str = "safe"
+) -> tuple[Generated, _build.Library]:
+    memo = _memo_key(signature, checks, math_mode)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         return hit
-    gen = generate_source(signature, checks=checks)
+    gen = generate_source(signature, checks=checks, math_mode=math_mode)
 
     def build(g: Generated) -> _build.Library:
         return _build.build_library(
@@ -356,7 +369,7 @@ def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build
     except KernelCompileError as exc:
         if not (checks and ("cn::ptr" in exc.log or "cn::tarr" in exc.log)):
             raise
-        gen, lib, what = _fallback(signature, build)
+        gen, lib, what = _fallback(signature, build, math_mode)
         first = next((ln for ln in exc.log.splitlines() if "error" in ln), "")
         warnings.warn(
             f"{DIALECT.prefix(signature.name)} bounds checks of {what} are off: with checked "
@@ -371,20 +384,21 @@ def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build
 
 
 def _fallback(
-    signature: MetalSignature, build: Any
+    signature: MetalSignature, build: Any, math_mode: str = "safe"
 ) -> tuple[Generated, _build.Library, str]:
     """Rebuild a kernel that does not compile with checked pointers: first with raw buffer
     pointers, then also with plain threadgroup arrays. Checked pointers and arrays are class
     objects, and a header function template taking ``device T*`` or ``threadgroup T*`` cannot
     deduce T from them when it is called with a raw pointer (``&x[i]``, a cast) or a
     multi-dimensional array."""
-    gen = generate_source(signature, checks=True, checked_buffers=False)
+    gen = generate_source(signature, checks=True, checked_buffers=False, math_mode=math_mode)
     try:
         return gen, build(gen), "buffer arguments"
     except KernelCompileError as again:
         if "cn::tarr" not in again.log:
             raise
-    gen = generate_source(signature, checks=True, checked_buffers=False, checked_arrays=False)
+    gen = generate_source(signature, checks=True, checked_buffers=False, checked_arrays=False,
+                          math_mode=math_mode)
     return gen, build(gen), "buffer arguments and threadgroup arrays"
 
 
@@ -403,6 +417,7 @@ def run_metal(
     *,
     init_value: Any = None,
     options: EmulatorOptions | None = None,
+    math_mode: str = "safe",
 ) -> None:
     """Run one Metal kernel launch on the CPU, writing ``outputs`` in place.
 
@@ -425,6 +440,8 @@ def run_metal(
     options : EmulatorOptions, optional
         Checks, random order, isolation; default from the environment
         (``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``, ``CUNUMPY_EMULATOR_ISOLATED``).
+    math_mode : {"safe", "relaxed", "fast"}, optional
+        MLX's ``compile_options["math_mode"]`` (see :func:`generate_source`).
 
     Raises
     ------
@@ -437,6 +454,10 @@ def run_metal(
     """
     opts = resolve_options(options)
     name = signature.name
+    if math_mode not in _MATH_MODE_LINES:
+        raise ValueError(
+            f"{DIALECT.prefix(name)} math_mode {math_mode!r} is not one of safe, relaxed, fast"
+        )
     g, t = _check_geometry(name, grid, threadgroup)
     _check_outputs(name, signature, outputs)
     if opts.isolated:
@@ -445,13 +466,13 @@ def run_metal(
         run_isolated(
             "cunumpy.emulation.metal:run_metal",
             (signature, list(inputs), list(outputs), g, t),
-            {"init_value": init_value,
+            {"init_value": init_value, "math_mode": math_mode,
              "options": EmulatorOptions(opts.checks, opts.random_order, opts.seed, False)},
             outputs,
             DIALECT.prefix(name),
         )
         return
-    gen, lib = _variant(signature, opts.checks)
+    gen, lib = _variant(signature, opts.checks, math_mode)
     buffers = _buffers(signature, inputs, outputs)
     poisoned = opts.checks and init_value is None
 

@@ -28,6 +28,7 @@ from cunumpy.kernels.dispatch import (
     use_metal,
     use_port,
 )
+from cunumpy.kernels._mlx_api import metal_kernel
 from cunumpy.kernels.metal import MetalKernel, metal_asarray
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "metal_asarray",
     "metal_available",
     "metal_dispatch_enabled",
+    "metal_kernel",
     "register_cuda_engine",
     "set_metal_dispatch",
     "use_metal",
