@@ -15,6 +15,7 @@ from cunumpy.kernels._cuda_engines import (
     register_cuda_engine,
 )
 from cunumpy.kernels._metal_engines import EmulatedDeviceArray
+from cunumpy.kernels._mlx_api import metal_kernel
 from cunumpy.kernels.cuda import CudaKernel
 from cunumpy.kernels.dispatch import (
     Kernel,
@@ -28,7 +29,6 @@ from cunumpy.kernels.dispatch import (
     use_metal,
     use_port,
 )
-from cunumpy.kernels._mlx_api import metal_kernel
 from cunumpy.kernels.metal import MetalKernel, metal_asarray
 
 __all__ = [
