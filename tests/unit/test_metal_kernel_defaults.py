@@ -13,8 +13,7 @@ import pytest
 
 from cunumpy import config
 from cunumpy.emulation import EmulatorWarning
-from cunumpy.kernels import Kernel, MetalKernel, metal_available, use_metal
-from cunumpy.kernels import _metal_engines
+from cunumpy.kernels import Kernel, MetalKernel, _metal_engines, metal_available, use_metal
 from cunumpy.kernels._metal_engines import get_metal_engine, resolve_metal_engine
 
 SRC = "uint i = thread_position_in_grid.x; y[i] = a * x[i];"
