@@ -91,7 +91,7 @@ def metal_kernel(
     input_names, output_names : list of str
         Parameter names of the inputs and outputs, in call order.
     source : str
-        The body of the kernel; MLX's rules write the signature (see :doc:`mlx`).
+        The body of the kernel; MLX's rules write the signature.
     header : str, default ""
         Text before the kernel: includes, defines, helper functions.
     ensure_row_contiguous : bool, default True
@@ -167,6 +167,8 @@ class MLXStyleKernel:
     def _error(self, exc: Exception) -> Exception:
         text = str(exc)
         if not text.startswith(_TAG):
+            if text.startswith("MetalKernel "):  # the front end's wording, in MLX's terms
+                text = "kernel " + text[len("MetalKernel "):]
             text = f"{_TAG} {text}"
         return type(exc)(text)
 
