@@ -182,3 +182,12 @@ def test_mlx_own_factory_still_fails_without_a_metal_gpu():
         (y,) = k(inputs=[mx.zeros((4,))], output_shapes=[(4,)], output_dtypes=[mx.float32],
                  grid=(4, 1, 1), threadgroup=(4, 1, 1))
         mx.eval(y)
+
+
+def test_mlx_metal_on_cpu_can_report_metal_available():
+    before = mx.metal.is_available
+    with mlx_metal_on_cpu(metal_available=True):
+        assert mx.metal.is_available() is True
+    assert mx.metal.is_available is before
+    with mlx_metal_on_cpu():
+        assert mx.metal.is_available is before

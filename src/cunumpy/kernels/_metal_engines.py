@@ -28,6 +28,7 @@ __all__ = [
     "MetalEngine",
     "get_metal_engine",
     "resolve_metal_engine",
+    "warn_auto_fallback",
 ]
 
 
@@ -255,8 +256,8 @@ def resolve_metal_engine(name: str | None = None) -> str:
     """``"mlx"`` or ``"emulator"``: the engine ``name`` stands for here.
 
     ``None`` reads ``CUNUMPY_METAL_ENGINE``; ``"auto"`` (the default) is ``"mlx"`` where MLX
-    reports a working Metal GPU and ``"emulator"`` elsewhere (with a one-time
-    :class:`~cunumpy.emulation.EmulatorWarning` saying why). ``"emu-metal"`` is ``"emulator"``.
+    reports a working Metal GPU and ``"emulator"`` elsewhere (a launch then warns once, see
+    :func:`warn_auto_fallback`). ``"emu-metal"`` is ``"emulator"``.
     """
     if name is None:
         name = config.metal_engine()
@@ -270,20 +271,30 @@ def resolve_metal_engine(name: str | None = None) -> str:
         return name
     from cunumpy.kernels._availability import metal_status
 
+    return "mlx" if metal_status()[0] else "emulator"
+
+
+def warn_auto_fallback(requested: str | None, stacklevel: int = 4) -> None:
+    """Warn once per process that ``auto`` fell back to the emulator (called at a launch)."""
+    if _warned_auto[0]:
+        return
+    name = config.metal_engine() if requested is None else requested
+    if name != "auto":
+        return
+    from cunumpy.kernels._availability import metal_status
+
     ok, reason, _ = metal_status()
     if ok:
-        return "mlx"
-    if not _warned_auto[0]:
-        _warned_auto[0] = True
-        from cunumpy.emulation.errors import EmulatorWarning
+        return
+    _warned_auto[0] = True
+    from cunumpy.emulation.errors import EmulatorWarning
 
-        warnings.warn(
-            f"MetalKernel runs on the CPU emulator (emu-metal): {reason.split(';')[0]}. Set "
-            "CUNUMPY_METAL_ENGINE=emulator to silence this, or =mlx to require a Metal GPU",
-            EmulatorWarning,
-            stacklevel=4,
-        )
-    return "emulator"
+    warnings.warn(
+        f"MetalKernel runs on the CPU emulator (emu-metal): {reason.split(';')[0]}. Set "
+        "CUNUMPY_METAL_ENGINE=emulator to silence this, or =mlx to require a Metal GPU",
+        EmulatorWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def get_metal_engine(name: str | None = None) -> MetalEngine:

@@ -279,7 +279,7 @@ class MLXStyleKernel:
             results = k._run(
                 tuple(host), None, grid3, template, [tuple(s) for s in output_shapes], dtypes,
                 eng, _three(k.name, "threadgroup", threadgroup), init_value=init_value,
-                math_mode=self.math_mode, verbose=verbose,
+                math_mode=self.math_mode, verbose=verbose, requested=self.engine,
             )
         except (TypeError, ValueError, OverflowError) as exc:
             raise self._error(exc) from exc

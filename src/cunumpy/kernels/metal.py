@@ -12,7 +12,7 @@ import numpy as np
 
 from cunumpy import profiling
 from cunumpy.kernels._metal_dtypes import msl_dtype, supported_dtypes
-from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine
+from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine, warn_auto_fallback
 from cunumpy.kernels._metal_signature import ArgSpec, MetalSignature, build_signature
 
 __all__ = ["MetalKernel", "metal_asarray"]
@@ -531,11 +531,12 @@ class MetalKernel:
             ``out`` itself (one output) or the tuple of outputs; device arrays in resident mode.
         """
         return self._run(inputs, out, n_threads, template, output_shapes, output_dtypes,
-                         get_metal_engine(engine), threadgroup)
+                         get_metal_engine(engine), threadgroup, requested=engine)
 
     def _run(self, inputs: tuple, out: Any, n_threads: Any, template: Any, output_shapes: Any,
              output_dtypes: Any, eng: MetalEngine, threadgroup: Any = None, *,
-             init_value: Any = None, math_mode: str = "safe", verbose: bool = False) -> Any:
+             init_value: Any = None, math_mode: str = "safe", verbose: bool = False,
+             requested: str | None = None) -> Any:
         """One launch (``__call__`` and :func:`cunumpy.kernels.metal_kernel` call it)."""
         bound, outs, shapes, out_dtypes, grid, tmpl, sig = self._prepare(
             inputs, out, n_threads, template, output_shapes, output_dtypes, eng
@@ -548,6 +549,8 @@ class MetalKernel:
         if outs is not None and any(_size(s) == 0 for s in shapes[:1]) and n_threads is None:
             return outs[0] if len(outs) == 1 else tuple(outs)  # nothing to launch
         eng.check_available()
+        if eng.name == "emu-metal":
+            warn_auto_fallback(requested)
         threadgroup = (min(tg[0], grid[0]), min(tg[1], grid[1]), min(tg[2], grid[2]))
         device_inputs = []
         contiguous = self.ensure_row_contiguous

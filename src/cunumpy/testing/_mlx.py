@@ -31,7 +31,7 @@ def _import_mlx() -> Any:
 
 
 @contextlib.contextmanager
-def mlx_metal_on_cpu(*, engine: str = "emulator") -> Iterator[Any]:
+def mlx_metal_on_cpu(*, engine: str = "emulator", metal_available: bool = False) -> Iterator[Any]:
     """Make ``mlx.core.fast.metal_kernel`` run kernels on the CPU emulator, for the block.
 
     Parameters
@@ -39,6 +39,10 @@ def mlx_metal_on_cpu(*, engine: str = "emulator") -> Iterator[Any]:
     engine : {"emulator", "auto", "mlx"}, default "emulator"
         The MetalKernel engine the kernels made inside the block use. ``"auto"`` keeps a real
         Metal GPU where there is one.
+    metal_available : bool, default False
+        Also make ``mx.metal.is_available()`` return True inside the block, for code that builds
+        its kernels only where MLX reports Metal (``if not mx.metal.is_available(): return
+        None``). Off by default: other code may then take Metal-only paths of MLX itself.
 
     Yields
     ------
@@ -92,8 +96,12 @@ def mlx_metal_on_cpu(*, engine: str = "emulator") -> Iterator[Any]:
         factory.__doc__ = metal_kernel.__doc__
         factory._cunumpy_replaced = getattr(original, "_cunumpy_replaced", original)  # type: ignore[attr-defined]
         mx.fast.metal_kernel = factory
+        is_available = mx.metal.is_available
+        if metal_available:
+            mx.metal.is_available = lambda: True
     try:
         yield factory
     finally:
         with _LOCK:
             mx.fast.metal_kernel = original
+            mx.metal.is_available = is_available
