@@ -70,7 +70,7 @@ from cunumpy.emulation.errors import (
     KernelCompileError,
     UnwrittenOutputError,
 )
-from cunumpy.kernels._metal_signature import MetalSignature, Param, metal_type_name
+from cunumpy.kernels._metal_signature import ATTRIBUTES, MetalSignature, Param, metal_type_name
 
 __all__ = ["DIALECT", "EmulatorOptions", "generate_source", "run_metal"]
 
@@ -158,7 +158,9 @@ def generate_source(
     if checked_arrays is None:
         checked_arrays = checks
     header = rewrite(
-        signature.header or "", checks=checked_arrays, checked_params=checked_buffers,
+        _strip_metal_attributes(_merge_address_space_specialisations(signature.header or "")),
+        checks=checked_arrays,
+        checked_params=checked_buffers,
         checked_pointers=checked_buffers,
     )
     body = rewrite(
@@ -223,6 +225,59 @@ _MATH_MODE_LINES = {
     "fast": ('#pragma GCC optimize("-ffast-math")', "#define __FAST_MATH__ 1"),
 }
 """Lines after the runtime include for each MLX math mode (the runtime itself stays exact)."""
+
+
+_SPACES = r"(?:thread|device|constant|threadgroup|threadgroup_imageblock|ray_data|object_data)"
+_SPECIALISATION = re.compile(
+    r"template\s*<[^<>{};]*>\s*struct\s+(\w+)\s*<([^{};]*)>\s*(?::[^{};]*)?\{"
+)
+
+
+_METAL_ATTRIBUTE = re.compile(
+    r"\[\[\s*(?:buffer|threadgroup|texture|sampler|function_constant|"
+    + "|".join(name for name, _ in ATTRIBUTES)
+    + r")\s*(?:\(\s*\w*\s*\))?\s*\]\]"
+)
+
+
+def _strip_metal_attributes(text: str) -> str:
+    """Remove Metal's argument attributes (``[[threadgroup(0)]]``, ``[[buffer(1)]]``,
+    ``[[thread_position_in_grid]]``) from header functions: they mean nothing to the emulator,
+    and with the address-space words defined away they would not parse."""
+    return _METAL_ATTRIBUTE.sub("", text) if "[[" in text else text
+
+
+def _merge_address_space_specialisations(text: str) -> str:
+    """Drop a class template specialisation that differs from an earlier one only in Metal
+    address spaces (``pointer_element<thread T*>`` and ``pointer_element<device T*>``).
+
+    Address spaces are not types in the emulator's C++, so such specialisations would be
+    redefinitions. The dropped text keeps its newlines, so ``header:LINE`` stays right.
+    """
+    if not re.search(rf"<\s*{_SPACES}\b", text):
+        return text
+    seen: set[tuple[str, str]] = set()
+    out, pos = [], 0
+    for m in _SPECIALISATION.finditer(text):
+        if m.start() < pos or not re.search(rf"\b{_SPACES}\b", m.group(2)):
+            continue
+        key = (m.group(1), " ".join(re.sub(rf"\b{_SPACES}\b", " ", m.group(2)).split()))
+        depth, end = 0, m.end() - 1
+        while end < len(text):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+            if depth == 0:
+                break
+        if end < len(text) and text[end] == ";":
+            end += 1
+        if key in seen:
+            out.append(text[pos:m.start()])
+            out.append("\n" * text.count("\n", m.start(), end))
+            pos = end
+        else:
+            seen.add(key)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _with_newline(text: str) -> str:
