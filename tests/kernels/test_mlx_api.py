@@ -191,3 +191,24 @@ def test_mlx_metal_on_cpu_can_report_metal_available():
     assert mx.metal.is_available is before
     with mlx_metal_on_cpu():
         assert mx.metal.is_available is before
+
+
+def test_kernels_inside_mx_compile_run_in_the_block_and_say_why_otherwise():
+    source = "uint i = thread_position_in_grid.x; y[i] = 2 * x[i];"
+
+    def make():
+        k = mx.fast.metal_kernel(name="in_compile", input_names=["x"], output_names=["y"],
+                                 source=source)
+
+        @mx.compile
+        def f(x):
+            return k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
+                     grid=(x.size, 1, 1), threadgroup=(4, 1, 1))[0] + 1
+
+        return f
+
+    x = mx.arange(4, dtype=mx.float32)
+    with mlx_metal_on_cpu():
+        assert mx.array_equal(make()(x), 2 * x + 1)
+    with mlx_metal_on_cpu(compile=True), pytest.raises(ValueError, match="traces a function"):
+        make()(x)

@@ -282,6 +282,13 @@ class MLXStyleKernel:
                 math_mode=self.math_mode, verbose=verbose, requested=self.engine,
             )
         except (TypeError, ValueError, OverflowError) as exc:
+            if "function transformations" in str(exc):
+                raise ValueError(
+                    f"{_TAG} kernel {k.name!r} was called while MLX traces a function "
+                    "(mx.compile or mx.vmap); the CPU emulator runs the kernel at the call and "
+                    "needs real arrays: call it outside the transformation, or run the block "
+                    "with mx.disable_compile() (mlx_metal_on_cpu() does that by default)"
+                ) from exc
             raise self._error(exc) from exc
         results = list(results) if isinstance(results, tuple) else [results]
         if eng.name == "mlx":

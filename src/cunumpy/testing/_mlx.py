@@ -10,6 +10,7 @@ gets MLX arrays back.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -31,7 +32,9 @@ def _import_mlx() -> Any:
 
 
 @contextlib.contextmanager
-def mlx_metal_on_cpu(*, engine: str = "emulator", metal_available: bool = False) -> Iterator[Any]:
+def mlx_metal_on_cpu(
+    *, engine: str = "emulator", metal_available: bool = False, compile: bool = False
+) -> Iterator[Any]:
     """Make ``mlx.core.fast.metal_kernel`` run kernels on the CPU emulator, for the block.
 
     Parameters
@@ -43,6 +46,11 @@ def mlx_metal_on_cpu(*, engine: str = "emulator", metal_available: bool = False)
         Also make ``mx.metal.is_available()`` return True inside the block, for code that builds
         its kernels only where MLX reports Metal (``if not mx.metal.is_available(): return
         None``). Off by default: other code may then take Metal-only paths of MLX itself.
+    compile : bool, default False
+        Leave ``mx.compile`` on. By default the block calls ``mx.disable_compile()`` (and
+        ``mx.enable_compile()`` on exit, unless ``MLX_DISABLE_COMPILE`` is set), so functions
+        decorated with ``mx.compile`` run eagerly and the kernels they call can run on the
+        emulator; a compiled trace cannot call back into Python.
 
     Yields
     ------
@@ -54,7 +62,8 @@ def mlx_metal_on_cpu(*, engine: str = "emulator", metal_available: bool = False)
     Kernels are made when ``mx.fast.metal_kernel(...)`` is called: a kernel object built before
     the block (at import time, say) stays MLX's own. MLX's function is put back on exit, also
     when the block raises. The emulator runs at each call, eagerly: code that calls a kernel
-    inside ``mx.compile``, ``mx.vmap`` or ``mx.grad`` tracing cannot run this way.
+    inside ``mx.vmap`` or while ``mx.compile`` traces (with ``compile=True``) cannot run this way;
+    ``mx.grad`` and ``mx.custom_function`` work.
 
     Examples
     --------
@@ -99,9 +108,13 @@ def mlx_metal_on_cpu(*, engine: str = "emulator", metal_available: bool = False)
         is_available = mx.metal.is_available
         if metal_available:
             mx.metal.is_available = lambda: True
+        if not compile:
+            mx.disable_compile()
     try:
         yield factory
     finally:
         with _LOCK:
             mx.fast.metal_kernel = original
             mx.metal.is_available = is_available
+            if not compile and not os.environ.get("MLX_DISABLE_COMPILE"):
+                mx.enable_compile()
