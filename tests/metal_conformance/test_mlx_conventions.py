@@ -323,3 +323,20 @@ def test_mlx_steel_gemm_header_runs(metal_engine, dtype):
     ref = a.astype(np.float32) @ b.astype(np.float32)
     tol = 1e-4 if dtype == np.float32 else 2e-2
     np.testing.assert_allclose(c.astype(np.float32), ref, rtol=tol, atol=tol)
+
+
+def test_merged_specialisations_keep_header_line_numbers():
+    from cunumpy.emulation.metal import _merge_address_space_specialisations
+
+    text = (
+        "template <typename T> struct pe;\n"
+        "template <typename T>\nstruct pe<thread T*> {\n  using type = T;\n};\n"
+        "template <typename T>\nstruct pe<device T*> {\n  using type = T;\n};\n"
+        "template <typename T>\nstruct pe<device T**> { using type = T*; };\n"
+        "int after_line_12;\n"
+    )
+    merged = _merge_address_space_specialisations(text)
+    assert merged.count("\n") == text.count("\n")
+    assert "struct pe<thread T*>" in merged and "struct pe<device T*>" not in merged
+    assert "struct pe<device T**>" in merged  # another pointer depth is another type
+    assert merged.splitlines()[11] == "int after_line_12;"
