@@ -113,8 +113,9 @@ class MetalKernel:
     The kernel compiles at its first call for each distinct set of argument dtypes, small-input
     layout and template values; MLX caches the compiled pipeline, and the emulator caches the
     compiled library on disk (``CUNUMPY_CACHE_DIR``, default the user cache directory).
-    ``CUNUMPY_METAL_ENGINE`` (``mlx`` or ``emulator``) picks the engine at each call; so does the
-    ``engine`` keyword of a call.
+    ``CUNUMPY_METAL_ENGINE`` (``auto``, the default: MLX where a Metal GPU works, else the
+    emulator with a one-time warning; ``mlx``; ``emulator``) picks the engine at each call; so
+    does the ``engine`` keyword of a call.
 
     MLX names a templated variant after its values written as text, so ``{"N": True}`` and
     ``{"N": 1}`` get the same kernel name there (``_1``). cunumpy keeps the two apart (different
@@ -504,17 +505,18 @@ class MetalKernel:
         ----------
         *inputs
             One per name in ``inputs``: NumPy arrays (any layout; never modified), Python
-            numbers (a float becomes a one-element float32 array, an int a one-element int32
-            array, read as ``a[0]``), or device arrays of the engine (used without a copy).
+            numbers (a float is float32, an int int32: a one-element array where the body
+            subscripts the name, ``a[0]``, else a single value read as ``a``, as MLX declares
+            it), or device arrays of the engine (used without a copy).
         out : ndarray or tuple of ndarray
             One writeable NumPy array per output; their shapes and dtypes define the outputs and
             they are filled in place (any layout).
         n_threads : int or tuple of 1-3 ints, optional
             Total number of threads per dimension (not threadgroups). Default: the first axis
             of the first output.
-        template : dict, optional
-            Compile-time constants: int, bool or NumPy dtype (a type). Each distinct set
-            compiles another variant.
+        template : dict or list of (name, value), optional
+            Compile-time constants: int, bool or a type (NumPy or MLX dtype, or an MSL type
+            name such as ``"float"`` or ``"half"``). Each distinct set compiles another variant.
         output_shapes, output_dtypes : optional
             Instead of ``out``: the outputs stay on the device and are returned as device arrays
             (``mlx.core.array``, or :class:`EmulatedDeviceArray` on the emulator) that the next
