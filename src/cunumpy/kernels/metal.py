@@ -378,14 +378,15 @@ class MetalKernel:
     def _template(self, template: Any) -> tuple[tuple[str, Any], ...]:
         if template is None:
             return ()
-        try:  # the same dict of constants at every call of a time loop: check it once
-            key = tuple((k, type(v), v) for k, v in template.items())
+        try:  # the same constants at every call of a time loop: check them once
+            items = template.items() if isinstance(template, Mapping) else template
+            key = tuple((k, type(v), v) for k, v in items)
             return self._templates[key]
         except KeyError:
             checked = self._check_template(template)
             self._templates[key] = checked
             return checked
-        except (AttributeError, TypeError):  # not a dict, or unhashable values
+        except (AttributeError, TypeError, ValueError):  # not pairs, or unhashable values
             return self._check_template(template)
 
     def _check_template(self, template: Any) -> tuple[tuple[str, Any], ...]:
