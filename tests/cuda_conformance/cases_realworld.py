@@ -778,3 +778,67 @@ extern "C" __global__ void cupy_headers(int n, const float* x, float* y, int* fl
     rtol=1e-6,
     features=("cupy-headers", "float16", "math-constants"),
 )
+
+
+# 17. CUB's block and warp collectives called from device code --------------------------------
+def _cub_reference(a: Args) -> dict[int, np.ndarray]:
+    x = a[0].reshape(-1, 128).astype(np.float64)
+    c = a[1].reshape(-1, 128).astype(np.int64)
+    block = np.stack([x.sum(axis=1), x.max(axis=1)], axis=1).reshape(-1)
+    inc = np.cumsum(c, axis=1)
+    warp = x.reshape(-1, 32).sum(axis=1)
+    return {2: block, 3: inc.reshape(-1).astype(np.int32),
+            4: (inc - c).reshape(-1).astype(np.int32), 5: warp,
+            6: np.repeat(c.sum(axis=1), 128).astype(np.int32)}
+
+
+case(
+    id="cub_block_and_warp_collectives",
+    name="cub_collectives",
+    source=r"""
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
+
+struct MaxOp {
+    __device__ float operator()(float a, float b) const { return a < b ? b : a; }
+};
+
+template <int BLOCK>
+__global__ void cub_collectives(const float* x, const int* c, double* block_out, int* inc,
+                                int* exc, double* warp_out, int* totals) {
+    typedef cub::BlockReduce<float, BLOCK> BlockReduce;
+    typedef cub::BlockScan<int, BLOCK> BlockScan;
+    typedef cub::WarpReduce<float> WarpReduce;
+    __shared__ typename BlockReduce::TempStorage reduce_storage;
+    __shared__ typename BlockScan::TempStorage scan_storage;
+    __shared__ typename WarpReduce::TempStorage warp_storage[BLOCK / 32];
+    int i = blockIdx.x * BLOCK + threadIdx.x;
+    float v = x[i];
+    float sum = BlockReduce(reduce_storage).Sum(v);
+    __syncthreads();
+    float mx = BlockReduce(reduce_storage).Reduce(v, MaxOp());
+    if (threadIdx.x == 0) {
+        block_out[2 * blockIdx.x] = sum;
+        block_out[2 * blockIdx.x + 1] = mx;
+    }
+    int total;
+    BlockScan(scan_storage).InclusiveSum(c[i], inc[i]);
+    __syncthreads();
+    BlockScan(scan_storage).ExclusiveSum(c[i], exc[i], total);
+    totals[i] = total;
+    float w = WarpReduce(warp_storage[threadIdx.x / 32]).Sum(v);
+    if (threadIdx.x % 32 == 0) warp_out[i / 32] = w;
+}
+""",
+    inputs=lambda rng: [
+        _f32(rng, 384), rng.integers(-5, 20, 384).astype(np.int32), np.zeros(6),
+        np.zeros(384, np.int32), np.zeros(384, np.int32), np.zeros(12), np.zeros(384, np.int32),
+    ],
+    reference=_cub_reference,
+    launch=lambda a: {"grid": 3, "block": 128},
+    kernel_kwargs={"template_args": (128,)},
+    rtol=1e-5,
+    atol=1e-5,
+    features=("cub", "block-reduce", "block-scan", "warp-reduce"),
+)

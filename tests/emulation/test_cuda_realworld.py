@@ -209,7 +209,8 @@ def test_what_cannot_run_is_refused_by_name(body, what):
 
 def test_cub_device_algorithms_are_refused_by_name():
     src = '#include <cub/device/device_reduce.cuh>\nextern "C" __global__ void k(float* y) {}'
-    with pytest.raises(NotImplementedError, match=r"<cub/device/device_reduce.cuh>: CUB .*emu-cuda"):
+    with pytest.raises(NotImplementedError, match=r"<cub/device/device_reduce.cuh>: CUB algorithms "
+                       r"other than .*emu-cuda"):
         K(src, "k")(np.zeros(4, np.float32))
 
 
@@ -398,3 +399,14 @@ extern "C" __global__ void branches(int* y) {
     k(y, grid=1, block=32)
     lane = np.arange(32)
     np.testing.assert_array_equal(y, (lane + 2) % 32 + np.where(lane % 2, 0, 100))
+
+
+@pytest.mark.parametrize(("use", "what"), [
+    ("cub::DeviceReduce::Sum(nullptr, bytes, y, y, 4);", "CUB's DeviceReduce"),
+    ("typedef cub::BlockRadixSort<int, 128, 4> Sort;", "CUB's BlockRadixSort"),
+])
+def test_cub_beyond_block_and_warp_collectives_is_refused_by_name(use, what):
+    src = ('#include <cub/cub.cuh>\n'
+           'extern "C" __global__ void k(float* y) { size_t bytes = 0; ' + use + ' }')
+    with pytest.raises(NotImplementedError, match=rf"{what} .*\(emu-cuda\)"):
+        K(src, "k")(np.zeros(4, np.float32))

@@ -63,9 +63,10 @@ CUDA_SYNC_FUNCTIONS = frozenset(
 """Names whose use makes the emulator run the threads of a block as fibers."""
 
 _SYNC_WORD = re.compile(
-    r"\b(?:" + "|".join(sorted(CUDA_SYNC_FUNCTIONS)) + r"|cooperative_groups)\b|cn_cuda_cg\.h"
+    r"\b(?:" + "|".join(sorted(CUDA_SYNC_FUNCTIONS)) + r"|cooperative_groups)\b"
+    r"|cn_cuda_cg\.h|cn_cub\.h"
 )
-"""Cooperative groups synchronise through the same primitives: fibers too."""
+"""Cooperative groups and CUB collectives synchronise through the same primitives: fibers too."""
 
 # Toolkit headers whose content cn_cuda.h provides (or that the C++ library covers).
 _PROVIDED = frozenset(
@@ -97,13 +98,18 @@ _MAPPED = {
     "cupy/cuda_workaround.h": "cn_cuda_std.h",
     "cuda_bf16.h": "cn_cuda_bf16.h",
     "cuda_bf16.hpp": "cn_cuda_bf16.h",
+    "cub/cub.cuh": "cn_cub.h",
+    "cub/block/block_reduce.cuh": "cn_cub.h",
+    "cub/block/block_scan.cuh": "cn_cub.h",
+    "cub/warp/warp_reduce.cuh": "cn_cub.h",
+    "cub/warp/warp_scan.cuh": "cn_cub.h",
 }
 _MAPPED_PREFIXES = {"cuda/std/": "cn_cuda_std.h"}
 
 # Libraries the emulator does not provide, with what they are.
 _REFUSED = {
     "cooperative_groups/details": "cooperative groups internals",
-    "cub/": "CUB",
+    "cub/": "CUB algorithms other than BlockReduce, BlockScan, WarpReduce and WarpScan",
     "thrust/": "Thrust",
     "mma.h": "warp matrix functions (WMMA)",
     "cuda/barrier": "libcu++ barriers",
@@ -616,6 +622,12 @@ _UNSUPPORTED_WORDS = {
 
 _GRID_SYNC = "grid-wide synchronisation (cooperative groups grid_group::sync)"
 _CUPY_VIEWS = "CuPy's CArray/CIndexer (the array views of ElementwiseKernel code)"
+_CUB_PROVIDED = frozenset({
+    "BlockReduce", "BlockScan", "WarpReduce", "WarpScan", "Sum", "Max", "Min",
+    "BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY", "BLOCK_REDUCE_RAKING", "BLOCK_REDUCE_WARP_REDUCTIONS",
+    "BLOCK_SCAN_RAKING", "BLOCK_SCAN_RAKING_MEMOIZE", "BLOCK_SCAN_WARP_SCANS",
+    "BlockReduceAlgorithm", "BlockScanAlgorithm",
+})
 _GROUP_WORDS = {
     "this_multi_grid": "multi-device cooperative groups (multi_grid_group)",
     "multi_grid_group": "multi-device cooperative groups (multi_grid_group)",
@@ -667,6 +679,9 @@ def unsupported_features(text: str) -> list[str]:
         elif (t.kind == "ident" and t.text in ("CArray", "CIndexer") and k + 1 < len(sig)
               and sig[k + 1].text == "<"):
             what = _CUPY_VIEWS
+        elif (t.text == "cub" and k + 2 < len(sig) and sig[k + 1].text == "::"
+              and sig[k + 2].kind == "ident" and sig[k + 2].text not in _CUB_PROVIDED):
+            what = f"CUB's {sig[k + 2].text} (cub::{sig[k + 2].text})"
         elif t.text == "<" and k + 2 < len(sig) and sig[k + 1].text == "<" and sig[k + 2].text == "<":
             what = "kernel launches from a kernel (dynamic parallelism, <<<...>>>)"
         elif t.text == "<<" and k + 1 < len(sig) and sig[k + 1].text == "<":
