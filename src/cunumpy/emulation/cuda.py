@@ -50,12 +50,13 @@ kernel may be named like a C library function.
 
 Runtime headers stand in for ``<cooperative_groups.h>`` (and its reduce, scan and memcpy_async
 headers), CUB's block and warp collectives, ``<cuComplex.h>``, ``<cuda_bf16.h>``, CuPy's
-``<cupy/complex.cuh>``,
-``<cupy/float16.cuh>`` and ``<cupy/carray.cuh>``, and libcu++'s ``<cuda/std/...>``; a kernel's
-own typedefs of the host's type names (``typedef unsigned long long uint64_t;``) keep their type.
+``<cupy/complex.cuh>``, ``<cupy/float16.cuh>`` and ``<cupy/carray.cuh>``, and libcu++'s
+``<cuda/std/...>``; a kernel's own global names that the host's headers also declare
+(``typedef unsigned long long uint64_t;``, ``__constant__ float gamma;``) keep their meaning.
 Refused with :class:`NotImplementedError` naming the engine and the feature: inline PTX (``asm``),
 textures and surfaces, kernel launches from kernels, grid-wide and cluster synchronisation, the
-rest of CUB (device-wide algorithms, radix sort, ...), Thrust algorithms, WMMA, CuPy's ``CArray``, and kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
+rest of CUB (device-wide algorithms, radix sort, ...), Thrust algorithms, WMMA, CuPy's
+``CArray``, and kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
 (flushed after each launch). Results of transcendental functions follow the host's C library,
 not CUDA's ulp bounds; ``--use_fast_math`` and other compiler options except ``-D``/``-U``/``-I``
 are ignored.
