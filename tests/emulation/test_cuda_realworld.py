@@ -410,3 +410,18 @@ def test_cub_beyond_block_and_warp_collectives_is_refused_by_name(use, what):
            'extern "C" __global__ void k(float* y) { size_t bytes = 0; ' + use + ' }')
     with pytest.raises(NotImplementedError, match=rf"{what} .*\(emu-cuda\)"):
         K(src, "k")(np.zeros(4, np.float32))
+
+
+def test_isolated_launch_forwards_undefined_behaviour_warnings():
+    k = K(r"""
+extern "C" __global__ void half_warp(float* y) {
+  if (threadIdx.x >= 16) return;
+  y[threadIdx.x] = __shfl_down_sync(0xffffu, y[threadIdx.x], 8);
+}""")
+    y = np.ones(32, np.float32)
+    with pytest.warns(UndefinedBehaviorWarning, match="lane 8 reads lane 16"):
+        emulate_cuda_kernel(k, y, grid=1, block=32,
+                            options=EmulatorOptions(isolated=True, undefined="warn"))
+    np.testing.assert_array_equal(y[:16], np.r_[np.ones(8), np.zeros(8)])
+    with pytest.raises(InactiveLaneError):
+        emulate_cuda_kernel(k, y, grid=1, block=32, options=EmulatorOptions(isolated=True))
