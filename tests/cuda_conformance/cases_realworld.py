@@ -512,7 +512,7 @@ case(
     name="shared_casts",
     source=r"""
 extern "C" __global__ void shared_casts(const unsigned int* words, unsigned int* out, float* f) {
-    __shared__ unsigned char bytes[64 * 4];
+    __shared__ __align__(16) unsigned char bytes[64 * 4];
     __shared__ float2 pairs[64];
     extern __shared__ __align__(16) char dyn[];
     int t = threadIdx.x;
@@ -555,12 +555,16 @@ struct alignas(16) Packed128 {
     static constexpr int size = sizeof(int4) / sizeof(T);
     T payload[size];
     Packed128() = default;
-    __device__ explicit Packed128(int4 bits) { memcpy(&payload, &bits, sizeof(bits)); }
+    __device__ explicit Packed128(int4 bits) {
+        const T* p = reinterpret_cast<const T*>(&bits);
+        for (int k = 0; k < size; ++k) payload[k] = p[k];
+    }
     __device__ T& operator[](int k) { return payload[k]; }
     __device__ const T& operator[](int k) const { return payload[k]; }
     __device__ int4 get_bits() const {
         int4 bits;
-        memcpy(&bits, &payload, sizeof(bits));
+        T* p = reinterpret_cast<T*>(&bits);
+        for (int k = 0; k < size; ++k) p[k] = payload[k];
         return bits;
     }
 };
