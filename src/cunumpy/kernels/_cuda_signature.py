@@ -22,6 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from cunumpy.kernels._cuda_preprocess import active_text
+from cunumpy.kernels._cuda_types import (
+    VECTOR_TYPES,
+    Declarations,
+    Resolved,
+    collect_declarations,
+    resolve,
+)
+
 __all__ = [
     "C_TYPES",
     "CudaParam",
@@ -31,6 +40,7 @@ __all__ = [
     "find_global_functions",
     "format_template_args",
     "parse_signature",
+    "split_template_name",
     "strip_comments",
 ]
 
@@ -127,6 +137,17 @@ class CudaParam:
         outside :data:`C_TYPES`.
     text : str
         The parameter as written in the source, whitespace collapsed.
+    kind : str
+        ``"scalar"``, ``"vector"`` (``float4``...), ``"complex"``, ``"struct"`` or
+        ``"unknown"`` (no dtype: see ``reason``).
+    align : int
+        The C type's alignment in bytes (0 when unknown).
+    base : numpy.dtype or None
+        For vector types, the dtype of one component (``float32`` for ``float4``).
+    lanes : int
+        For vector types, the number of components; 1 otherwise.
+    reason : str
+        Why ``dtype`` is None (empty otherwise).
     """
 
     name: str
@@ -135,6 +156,11 @@ class CudaParam:
     const: bool
     dtype: np.dtype | None
     text: str
+    kind: str = "scalar"
+    align: int = 0
+    base: np.dtype | None = field(default=None, compare=False)
+    lanes: int = 1
+    reason: str = field(default="", compare=False)
 
     def describe(self) -> str:
         """``"const float* x"`` style description used in messages."""
@@ -183,40 +209,31 @@ class CudaSignature:
 
 
 def strip_comments(source: str) -> str:
-    """Blank out comments, string and character literals, keeping every newline and offset.
+    """Blank out comments, preprocessor lines, string and character literals, keeping every
+    newline and offset.
 
     Each removed character becomes a space (newlines stay), so positions in the result match
-    positions in ``source``.
+    positions in ``source``. String and character literals keep their quotes (``extern "C"``
+    stays recognisable). The text is read with the emulator's tokenizer
+    (:func:`cunumpy.emulation._rewrite.tokenize`), so digit separators (``1'024``), raw strings
+    and line continuations are read as the compiler reads them.
     """
-    out = list(source)
-    i, n = 0, len(source)
-    while i < n:
-        c = source[i]
-        if c == "/" and i + 1 < n and source[i + 1] == "/":
-            j = source.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif c == "/" and i + 1 < n and source[i + 1] == "*":
-            j = source.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and source[j] != c and source[j] != "\n":
-                j += 2 if source[j] == "\\" else 1
-            j = min(j + 1, n)
-            # Keep the quotes (extern "C" must still be recognisable), blank the contents.
-            for k in range(i + 1, j - 1):
-                out[k] = " "
-            i = j
+    from cunumpy.emulation._rewrite import tokenize
+
+    out: list[str] = []
+    for tok in tokenize(source):
+        kind, text = tok.kind, tok.text
+        if kind in ("comment", "pp"):
+            out.append(_BLANK.sub(" ", text))
+        elif kind in ("string", "char") and len(text) >= 2:
+            q = text.index(text[-1])  # the opening quote (after a u8/L/R prefix)
+            out.append(text[: q + 1] + _BLANK.sub(" ", text[q + 1 : -1]) + text[-1])
         else:
-            i += 1
+            out.append(text)
     return "".join(out)
+
+
+_BLANK = re.compile(r"[^\n]")
 
 
 def _match_close(text: str, start: int, open_c: str, close_c: str) -> int:
@@ -261,8 +278,32 @@ class _Found:
     extern_c: bool
 
 
+_SCOPE = re.compile(
+    r"\bnamespace\s+(?P<ns>[A-Za-z_][\w:]*)?\s*(?:__attribute__\s*\(\([^)]*\)\)\s*)?\{"
+    r"|(?P<open>\{)|(?P<close>\})|(?P<glob>\b__global__\b)"
+)
+
+
+def _namespaces(clean: str) -> dict[int, str]:
+    """Offset of each ``__global__`` keyword -> the namespaces around it (``"a::b"``, or "")."""
+    stack: list[str | None] = []
+    out: dict[int, str] = {}
+    for m in _SCOPE.finditer(clean):
+        if m.group("glob"):
+            out[m.start()] = "::".join(s for s in stack if s)
+        elif m.group("close"):
+            if stack:
+                stack.pop()
+        elif m.group("open"):
+            stack.append(None)
+        else:
+            stack.append(m.group("ns") or "")  # anonymous: no qualifier
+    return out
+
+
 def _find_all(clean: str) -> list[_Found]:
     found = []
+    scopes = _namespaces(clean)
     for m in _GLOBAL.finditer(clean):
         # The function name is the last identifier before the first '(' that is not part of
         # __launch_bounds__(...) or __declspec/__attribute__ style decorations.
@@ -309,7 +350,9 @@ def _find_all(clean: str) -> list[_Found]:
         before = clean[: m.start()]
         template_text = _template_before(before)
         extern_c = _extern_c_before(before)
-        found.append(_Found(name, m.start(), params_text, template_text, extern_c))
+        scope = scopes.get(m.start(), "")
+        qualified = f"{scope}::{name}" if scope else name
+        found.append(_Found(qualified, m.start(), params_text, template_text, extern_c))
     return found
 
 
@@ -389,7 +432,12 @@ def _normalise_type(words: list[str]) -> str:
     return text
 
 
-def _parse_param(text: str, index: int, template_types: Mapping[str, np.dtype | None]) -> CudaParam:
+def _parse_param(
+    text: str,
+    index: int,
+    template_types: Mapping[str, Any],
+    decls: Declarations | None = None,
+) -> CudaParam:
     original = " ".join(text.split())
     if "=" in text.split(">")[-1]:
         text = text[: text.rindex("=")]
@@ -426,6 +474,8 @@ def _parse_param(text: str, index: int, template_types: Mapping[str, np.dtype | 
     # The last word is the name, unless the parameter is unnamed (only type words remain).
     if len(words) >= 2 and not (
         words[-1] in _INT_WORDS or words[-1] in C_TYPES or words[-1] in template_types
+        or words[-1] in VECTOR_TYPES or (decls is not None and (
+            words[-1] in decls.aliases or words[-1] in decls.structs))
     ):
         name = words[-1]
         type_words = words[:-1]
@@ -433,15 +483,38 @@ def _parse_param(text: str, index: int, template_types: Mapping[str, np.dtype | 
         name = f"p{index}"
         type_words = words
     ctype = _normalise_type(type_words)
-    if ctype in template_types:
-        dtype = template_types[ctype]
-    elif ctype == "void":
+    if ctype == "void":
         if not pointer:
             raise ValueError(f"kernel parameter {index} ({original}) has type void")
-        dtype = None
+        return CudaParam(name, ctype, pointer, const, None, original, "scalar")
+    if ctype in template_types:
+        value = template_types[ctype]
+        if value is None:
+            r = Resolved(None, kind="unknown", reason=f"template type {ctype} is not resolved")
+        elif isinstance(value, str):
+            r = resolve(_normalise_type(value.split()), decls)
+            if r.dtype is None:
+                try:
+                    r = _resolved_dtype(np.dtype(value))
+                except TypeError:
+                    pass
+        else:
+            r = _resolved_dtype(np.dtype(value))
     else:
-        dtype = C_TYPES.get(ctype)
-    return CudaParam(name, ctype, pointer, const, dtype, original)
+        r = resolve(ctype, decls)
+    return CudaParam(
+        name, ctype, pointer, const, r.dtype, original, r.kind, r.align, r.base, r.lanes,
+        r.reason,
+    )
+
+
+def _resolved_dtype(dt: np.dtype) -> Resolved:
+    """A dtype given as a template argument: a vector type's when it is one's."""
+    for dtype, align, base, lanes in VECTOR_TYPES.values():
+        if dt == dtype:
+            return Resolved(dt, align, "vector", base, lanes)
+    kind = "complex" if dt.kind == "c" else ("struct" if dt.fields else "scalar")
+    return Resolved(dt, dt.alignment, kind)
 
 
 def _parse_template_head(text: str) -> tuple[TemplateParam, ...]:
@@ -460,10 +533,28 @@ def _parse_template_head(text: str) -> tuple[TemplateParam, ...]:
     return tuple(params)
 
 
+def split_template_name(name: str) -> tuple[str, list[str] | None]:
+    """``"ns::hist<1024, 3, float4>"`` -> ``("ns::hist", ["1024", "3", "float4"])``; a name
+    without template arguments gives ``(name, None)``. A leading ``::`` is dropped."""
+    text = " ".join(name.split())
+    if text.startswith("::"):
+        text = text[2:]
+    if not text.endswith(">") or "<" not in text:
+        return text, None
+    lt = text.index("<")
+    if _match_close(text.replace(">>", "> >"), lt, "<", ">") < 0:
+        return text, None
+    base = text[:lt].strip()
+    return base, [a for a in _split_top(text[lt + 1 : -1]) if a]
+
+
 def parse_signature(
     source: str,
     name: str | None = None,
     template_dtypes: Mapping[str, Any] | None = None,
+    *,
+    defines: Sequence[tuple[str, str | None]] = (),
+    headers: Sequence[str] = (),
 ) -> CudaSignature:
     """Parse the ``__global__`` function ``name`` in ``source``.
 
@@ -472,11 +563,18 @@ def parse_signature(
     source : str
         CUDA C++ source text.
     name : str, optional
-        The kernel's name. ``None`` picks the only ``__global__`` function and raises
+        The kernel's name, qualified by its namespaces (``"ns::k"``) or not (``"k"``, when
+        that is unambiguous). ``None`` picks the only ``__global__`` function and raises
         ValueError when there are several.
     template_dtypes : mapping, optional
-        Template type parameters resolved to dtypes (``{"T": numpy.float64}``); a parameter of
-        such a type gets that dtype. Unresolved template types give ``dtype=None``.
+        Template type parameters resolved to dtypes (``{"T": numpy.float64}``) or C types
+        (``{"T": "float4"}``); a parameter of such a type gets that type. Unresolved template
+        types give ``dtype=None``.
+    defines : sequence of (name, value)
+        Command-line macros (``-D``/``-U``): preprocessor branches they rule out are not read
+        (:mod:`cunumpy.kernels._cuda_preprocess`).
+    headers : sequence of str
+        Texts of included headers, searched for ``typedef``/``using`` aliases and structs.
 
     Raises
     ------
@@ -485,7 +583,7 @@ def parse_signature(
     NotImplementedError
         A parameter is a reference or a pointer to a pointer.
     """
-    clean = strip_comments(source)
+    clean = strip_comments(active_text(source, defines))
     found = _find_all(clean)
     if not found:
         raise ValueError("the source defines no __global__ function")
@@ -497,7 +595,13 @@ def parse_signature(
                 "pass name= to pick one"
             )
         name = names[0]
+    name = split_template_name(name)[0]
     matches = [f for f in found if f.name == name]
+    if not matches:
+        qualified = sorted({f.name for f in found if f.name.endswith("::" + name)})
+        if len(qualified) == 1:
+            name = qualified[0]
+            matches = [f for f in found if f.name == name]
     if not matches:
         raise ValueError(
             f"no __global__ function named {name!r} in the source; it defines "
@@ -506,13 +610,16 @@ def parse_signature(
     # A declaration followed by a definition gives two matches; the parameter lists agree.
     f = matches[-1]
     template = _parse_template_head(f.template_text) if f.template_text is not None else ()
-    resolved: dict[str, np.dtype | None] = {t.name: None for t in template if t.kind == "type"}
+    resolved: dict[str, Any] = {t.name: None for t in template if t.kind == "type"}
     for key, value in (template_dtypes or {}).items():
-        resolved[key] = None if value is None else np.dtype(value)
+        resolved[key] = value if value is None or isinstance(value, str) else np.dtype(value)
+    decls = collect_declarations(
+        clean, *(strip_comments(active_text(h, defines)) for h in headers)
+    )
     extern_c = f.extern_c and _raw_extern_c(source, f.start)
     params_src = f.params_text.strip()
     parts = [] if params_src in ("", "void") else _split_top(params_src)
-    params = tuple(_parse_param(p, i, resolved) for i, p in enumerate(parts))
+    params = tuple(_parse_param(p, i, resolved, decls) for i, p in enumerate(parts))
     seen = set()
     for p in params:
         if p.name in seen:
