@@ -69,10 +69,11 @@ def dtype_text(p: CudaParam) -> str:
     if p.dtype is None:
         return "any dtype"
     if p.kind == "vector" and p.base is not None:
-        return (f"{p.ctype} (a structured dtype like cunumpy.kernels.cuda_dtype({p.ctype!r}), "
-                f"or {p.base.name} with a last axis of {p.lanes})")
+        return (f"{p.type_name} (a structured dtype like "
+                f"cunumpy.kernels.cuda_dtype({p.type_name!r}), or {p.base.name} with a last "
+                f"axis of {p.lanes})")
     if p.kind == "struct":
-        return f"struct {p.ctype} (structured dtype {p.dtype})"
+        return f"struct {p.type_name} (structured dtype {p.dtype})"
     return _dtype_name(p.dtype)
 
 
@@ -180,7 +181,7 @@ def check_array(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any) 
     if p.align > 1 and ptr % p.align and math.prod(shape) > 0:
         raise ValueError(
             f"{tag} {label} starts at address {ptr:#x}, which is not a multiple of "
-            f"{p.align} bytes, the alignment of {p.ctype}; pass an array that starts on such "
+            f"{p.align} bytes, the alignment of {p.type_name}; pass an array that starts on such "
             "a boundary (a fresh allocation does; a view sliced from one may not)"
         )
     return engine.adopt_array(value)
@@ -260,7 +261,7 @@ def _record(tag: str, label: str, p: CudaParam, value: Any) -> np.ndarray:
     """A vector or struct value as a 0-d array of the parameter's dtype."""
     dt = p.dtype
     assert dt is not None
-    what = f"{p.kind} {p.ctype}"
+    what = f"{p.kind} {p.type_name}"
     if isinstance(value, (np.void, np.ndarray)) and np.dtype(value.dtype).fields:
         given = np.dtype(value.dtype)
         if getattr(value, "size", 1) != 1:

@@ -148,6 +148,9 @@ class CudaParam:
         For vector types, the number of components; 1 otherwise.
     reason : str
         Why ``dtype`` is None (empty otherwise).
+    concrete : str
+        The C type after template substitution (``"float4"`` for ``T`` with ``T=float4``);
+        ``ctype`` otherwise.
     """
 
     name: str
@@ -161,6 +164,12 @@ class CudaParam:
     base: np.dtype | None = field(default=None, compare=False)
     lanes: int = 1
     reason: str = field(default="", compare=False)
+    concrete: str = field(default="", compare=False)
+
+    @property
+    def type_name(self) -> str:
+        """The C type for messages: the template argument when ``ctype`` is a template type."""
+        return self.concrete or self.ctype
 
     def describe(self) -> str:
         """``"const float* x"`` style description used in messages."""
@@ -487,8 +496,12 @@ def _parse_param(
         if not pointer:
             raise ValueError(f"kernel parameter {index} ({original}) has type void")
         return CudaParam(name, ctype, pointer, const, None, original, "scalar")
+    concrete = ctype
     if ctype in template_types:
         value = template_types[ctype]
+        concrete = value if isinstance(value, str) else (
+            c_type_name(value) if value is not None and np.dtype(value).name in _C_NAMES
+            else ctype)
         if value is None:
             r = Resolved(None, kind="unknown", reason=f"template type {ctype} is not resolved")
         elif isinstance(value, str):
@@ -504,7 +517,7 @@ def _parse_param(
         r = resolve(ctype, decls)
     return CudaParam(
         name, ctype, pointer, const, r.dtype, original, r.kind, r.align, r.base, r.lanes,
-        r.reason,
+        r.reason, concrete if concrete != ctype else "",
     )
 
 

@@ -48,6 +48,9 @@ from cunumpy.kernels._cuda_signature import (
 
 __all__ = ["CudaKernel", "LaunchConfig"]
 
+_NVRTC_INCLUDE = Path(__file__).resolve().parent / "nvrtc_include"
+"""Empty stand-ins for <cuda.h>, <cuda_runtime.h> and the like, searched by NVRTC."""
+
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
 
 
@@ -415,7 +418,11 @@ class CudaKernel:
             code = self._source
             if digest:
                 code = f"{code}\n// cunumpy: included headers sha256 {digest}\n"
-            options = self.options + tuple(f"-I{d}" for d in self.include_dirs)
+            # The stand-ins for host-API headers (cuda.h, cuda_runtime.h) come after the
+            # user's folders and before the toolkit's, which CuPy appends.
+            options = self.options + tuple(f"-I{d}" for d in self.include_dirs) + (
+                f"-I{_NVRTC_INCLUDE}",
+            )
             self._compile_cache = (code, options, self._name_expression)
         return self._compile_cache
 
