@@ -154,7 +154,8 @@ def build_launcher(kernel: CudaKernel, engine: CudaEngine) -> Any:
     bx, by, bz = limits.max_block
     bt = limits.max_threads_per_block
     if kernel._first_array is not None:
-        size = f"v{kernel._first_array}.size if n_threads is None else n_threads"
+        v = f"v{kernel._first_array}"  # None (a null pointer) has no size: the slow path says so
+        size = f"({v}.size if {v} is not None else None) if n_threads is None else n_threads"
     else:
         size = "n_threads"
     params = ", ".join(f"{n}=_M" for n in names)

@@ -409,7 +409,7 @@ def _extern_c_before(before: str) -> bool:
 
 def find_global_functions(source: str) -> list[str]:
     """Names of the ``__global__`` functions in ``source``, in order of appearance."""
-    return [f.name for f in _find_all(strip_comments(source))]
+    return [f.name for f in _find_all(strip_comments(active_text(source)))]
 
 
 def _normalise_type(words: list[str]) -> str:

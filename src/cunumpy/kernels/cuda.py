@@ -706,6 +706,8 @@ class CudaKernel:
                     "which arguments are outputs); it is off with check_signature=False"
                 )
             for i in self._outputs:
+                if args[i] is None:
+                    continue
                 count, first = engine.nonfinite(args[i])
                 if count:
                     p = self._params[i]
