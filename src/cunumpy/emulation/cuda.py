@@ -28,14 +28,19 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   naming a lane that waits elsewhere, a calling lane missing from its own mask, shuffle widths
   that are not powers of two (:class:`~cunumpy.emulation.errors.EmulationError`);
 - device ``assert`` and ``__trap()``: the launch stops with the failing thread and expression;
-- shared memory over 227 KiB per block.
+- shared memory over 227 KiB per block;
+- a ``None`` pointer argument that the kernel reads or writes (a null pointer dereference,
+  reported with the line);
+- elements of the pointer parameters declared write-only (``CudaKernel(..., outputs=[...])``)
+  that no thread wrote (:class:`~cunumpy.emulation.errors.UnwrittenOutputError`): they are
+  poisoned before the launch; one- and two-byte integer outputs are confirmed by a second
+  launch, with the other writable arguments restored first.
 
 Not checked: pointers made by casts (``reinterpret_cast`` included) or by ``&x[i]`` (raw
 pointers; a raw pointer passed to a ``__device__`` function stays unchecked), data races (threads
 never overlap: atomics are plain read-modify-writes), reads of uninitialised shared memory (it is
-filled with 0xFF bytes: NaN for floats, -1 for integers), and output elements left unwritten
-(pointer arguments are inputs as well as outputs; :func:`cunumpy.testing.assert_kernels_agree`
-poisons them itself). When checked pointers make a kernel fail to compile (a ``__device__``
+filled with 0xFF bytes: NaN for floats, -1 for integers), and unwritten elements of pointers
+not declared in ``outputs=`` (CUDA pointers are inputs as well as outputs). When checked pointers make a kernel fail to compile (a ``__device__``
 template deducing ``T`` from ``T*``), the emulator compiles it again with raw pointers for the
 ``__device__`` functions, then for the kernel too, and says so with an
 :class:`~cunumpy.emulation.errors.EmulatorWarning`.

@@ -481,11 +481,9 @@ def _parse_param(
     if not words:
         raise ValueError(f"cannot parse kernel parameter {index}: {original!r}")
     # The last word is the name, unless the parameter is unnamed (only type words remain).
-    if len(words) >= 2 and not (
-        words[-1] in _INT_WORDS or words[-1] in C_TYPES or words[-1] in template_types
-        or words[-1] in VECTOR_TYPES or (decls is not None and (
-            words[-1] in decls.aliases or words[-1] in decls.structs))
-    ):
+    # The last word is the name unless every word is a type word (``unsigned int``) or there
+    # is only one (``float4``, ``MyStruct``: an unnamed parameter).
+    if len(words) >= 2 and not all(w in _INT_WORDS for w in words):
         name = words[-1]
         type_words = words[:-1]
     else:

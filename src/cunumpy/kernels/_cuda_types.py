@@ -81,6 +81,19 @@ _COMPLEX = {
     "complex<double>": np.complex128,
 }
 _HALF = ("__half", "half")
+_TOOLKIT = {
+    # <sys/types.h>, <time.h>, <stdint.h> names that copied kernels use without a typedef
+    "uint": np.uint32, "ushort": np.uint16, "ulong": np.uint64, "clock_t": np.int64,
+    "intptr_t": np.int64, "uintptr_t": np.uint64, "ssize_t": np.int64,
+    # CUDA runtime/driver handles passed by value (64-bit integers)
+    "cudaTextureObject_t": np.uint64, "cudaSurfaceObject_t": np.uint64,
+    "CUtexObject": np.uint64, "CUsurfObject": np.uint64,
+    "cudaGraphConditionalHandle": np.uint64,
+    # cuFFT's element types
+    "cufftReal": np.float32, "cufftDoubleReal": np.float64,
+    "cufftComplex": np.complex64, "cufftDoubleComplex": np.complex128,
+}
+"""Names the toolkit or the C library defines, used when the source has no alias of its own."""
 _BF16 = ("__nv_bfloat16", "nv_bfloat16", "__bfloat16")
 
 
@@ -257,6 +270,10 @@ def resolve(
                 f"struct {name!r} has several definitions in preprocessor branches cunumpy "
                 "cannot decide"), spelled=ctype)
         return _struct(name, bodies[0], decls, scalars, _depth, ctype)
+    if name in _TOOLKIT:
+        dt = np.dtype(_TOOLKIT[name])
+        return Resolved(dt, dt.itemsize, "complex" if dt.kind == "c" else "scalar",
+                        spelled=ctype)
     return Resolved(None, kind="unknown", reason=(
         f"type {ctype!r} is not a type cunumpy knows (no typedef or struct of that name in the "
         "source)"), spelled=ctype)
