@@ -127,6 +127,9 @@ def test_template_arguments_in_the_name():
         CudaKernel(NS, "a::b::hist<1, 2, float>", template_args=(1, 2, "float"))
     with pytest.raises(TypeError, match="or write it in the name: a::b::hist<...>"):
         CudaKernel(NS, "a::b::hist")
+    with pytest.raises(ValueError, match="name 'a::b::k<2>' has template arguments, but the "
+                                         "kernel is not a template"):
+        CudaKernel(NS, "a::b::k<2>")
 
 
 # -- types ------------------------------------------------------------------------------------

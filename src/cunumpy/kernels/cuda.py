@@ -234,6 +234,7 @@ class CudaKernel:
         self.debug = config.env_flag("CUNUMPY_CUDA_DEBUG") if debug is None else bool(debug)
         self._engine = None if engine is None else get_cuda_engine(engine)
 
+        given_name, in_name = name, None
         if name is not None:
             base, in_name = split_template_name(str(name))
             if in_name is not None:
@@ -284,6 +285,11 @@ class CudaKernel:
             if signature is None:
                 expr, _ = format_template_args(self.name, (), template_args)
                 self._name_expression = expr
+            elif in_name is not None:
+                raise ValueError(
+                    f"{tag} name {given_name!r} has template arguments, but the kernel is not a "
+                    "template; name it without them"
+                )
             else:
                 raise ValueError(f"{tag} is not a template; template_args must be None")
         elif signature is not None and not signature.extern_c:
