@@ -355,3 +355,61 @@ extern "C" __global__ void cmul(const cuFloatComplex* a, cuFloatComplex s, cuFlo
     atol=1e-6,
     features=("complex", "cuComplex.h"),
 )
+
+# 12. C library headers that copied kernels include (NVRTC has none of them) -----------------
+case(
+    id="c_library_includes",
+    name="clamp_count",
+    source=r"""
+#include <stdio.h>
+#include <stdint.h>
+#include <math.h>
+#include <float.h>
+#include <limits.h>
+#include <assert.h>
+#include <cstdint>
+#include <cmath>
+
+__global__ void clamp_count(const float* x, float* y, uint32_t* big, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    assert(n <= INT_MAX);
+    float v = fminf(fmaxf(x[i], -FLT_MAX), FLT_MAX);
+    y[i] = sqrtf(fabsf(v)) + (float)std::floor(v);
+    if (fabs(v) > 0.5) atomicAdd(big, (std::uint32_t)1);
+}
+""",
+    inputs=lambda rng: [_f32(rng, 1000), np.zeros(1000, np.float32), np.zeros(1, np.uint32),
+                        1000],
+    reference=lambda a: {
+        1: np.sqrt(np.abs(a[0])) + np.floor(a[0]),
+        2: np.array([np.count_nonzero(np.abs(a[0]) > 0.5)], np.uint32),
+    },
+    rtol=1e-6,
+    atol=1e-6,
+    features=("includes", "c-headers"),
+)
+
+# 13. thrust::complex parameters through CuPy's complex header --------------------------------
+case(
+    id="thrust_complex_parameters",
+    name="crot",
+    source=r"""
+#include <cupy/complex.cuh>
+extern "C" __global__ void crot(const complex<double>* z, complex<double> w, complex<double>* out,
+                                int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = z[i] * w + complex<double>(1.0, 0.0);
+}
+""",
+    inputs=lambda rng: [
+        rng.uniform(-1, 1, 200) + 1j * rng.uniform(-1, 1, 200),
+        0.25 + 1j,
+        np.zeros(200, np.complex128),
+        200,
+    ],
+    reference=lambda a: {2: a[0] * a[1] + 1.0},
+    rtol=1e-12,
+    atol=1e-12,
+    features=("complex", "cupy/complex.cuh"),
+)
