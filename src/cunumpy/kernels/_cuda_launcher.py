@@ -140,8 +140,16 @@ def build_launcher(kernel: CudaKernel, engine: CudaEngine) -> Any:
             cond = f"{v}.__class__ is bool"
         else:
             cond = "False"
+        if p.kind in ("vector", "struct") or dt.kind == "V":
+            # vectors, structs, bfloat16: always the general conversion to a 0-d array
+            lines.append(f"    {v} = _scalar({i}, {v})")
+            continue
+        # A NumPy scalar of exactly the parameter's type (``np.float32(2)`` for a float, as
+        # CuPy users write them) needs neither a range check nor a conversion.
+        ns[f"_t{i}"] = dt.type
         lines.append(
-            f"    if {cond}:\n        {v} = _c{i}({v})\n    else:\n"
+            f"    if {cond}:\n        {v} = _c{i}({v})\n"
+            f"    elif {v}.__class__ is _t{i}:\n        {v} = _c{i}({v})\n    else:\n"
             f"        {v} = _scalar({i}, {v})"
         )
     bs = kernel.block_size
