@@ -139,7 +139,8 @@ def test_template_arguments_in_the_name():
     ("ctype", "size", "align"),
     [("float4", 16, 16), ("float3", 12, 4), ("float2", 8, 8), ("double2", 16, 16),
      ("double3", 24, 8), ("int2", 8, 8), ("uint4", 16, 16), ("char3", 3, 1), ("uchar4", 4, 4),
-     ("short4", 8, 8), ("longlong2", 16, 16), ("ulong4", 32, 16), ("__half2", 4, 4)],
+     ("short4", 8, 8), ("longlong2", 16, 16), ("ulong4", 32, 16), ("__half2", 4, 4),
+     ("double4_32a", 32, 32), ("longlong4_16a", 32, 16)],
 )
 def test_vector_types_have_cuda_size_and_alignment(ctype, size, align):
     dtype, a, base, lanes = VECTOR_TYPES[ctype]
@@ -155,6 +156,12 @@ def test_vector_types_have_cuda_size_and_alignment(ctype, size, align):
 def test_complex_and_half_types(spelling, dtype):
     sig = parse_signature(f"__global__ void k({spelling} v, const {spelling}* p) {{}}")
     assert sig.params[0].dtype == dtype and sig.params[1].dtype == dtype
+
+
+def test_enums_pass_as_their_underlying_type():
+    src = "enum Mode { A, B };\nenum class Small : unsigned char { X };\n" \
+          "__global__ void k(Mode m, Small s, const Mode* ms) {}"
+    assert [p.dtype for p in parse_signature(src).params] == [np.int32, np.uint8, np.int32]
 
 
 def test_bfloat16_without_ml_dtypes_is_a_clear_error(monkeypatch):

@@ -69,6 +69,10 @@ VECTOR_TYPES: dict[str, tuple[np.dtype, int, np.dtype, int]] = {}
 for _name, (_c, _base, _aligns) in _VECTOR_BASES.items():
     for _n, _a in _aligns.items():
         VECTOR_TYPES[f"{_name}{_n}"] = (_vector_dtype(_base, _n), _a, np.dtype(_base), _n)
+for _name in ("double", "long", "ulong", "longlong", "ulonglong"):  # CUDA 13 spellings
+    _c, _base, _ = _VECTOR_BASES[_name]
+    for _a in (16, 32):
+        VECTOR_TYPES[f"{_name}4_{_a}a"] = (_vector_dtype(_base, 4), _a, np.dtype(_base), 4)
 for _name in ("__half2", "half2"):
     VECTOR_TYPES[_name] = (_vector_dtype(np.float16, 2), 4, np.dtype(np.float16), 2)
 VECTOR_TYPES["dim3"] = (_vector_dtype(np.uint32, 3), 4, np.dtype(np.uint32), 3)
@@ -140,6 +144,9 @@ _STRUCT = re.compile(
     r"(?P<attrs>(?:(?:__align__|alignas|__attribute__|__builtin_align__)\s*\((?:[^()]|\([^()]*\))*\)\s*)*)"
     r"(?P<name>[A-Za-z_]\w*)?\s*(?P<bases>:[^{;]*)?\{"
 )
+_ENUM = re.compile(
+    r"\benum\s+(?:class\s+|struct\s+)?([A-Za-z_]\w*)\s*(?::\s*([A-Za-z_][\w\s:]*?))?\s*\{"
+)
 _ALIGN_ATTR = re.compile(r"(?:__align__|alignas|__builtin_align__)\s*\(\s*(\d+)\s*\)|aligned\s*\(\s*(\d+)\s*\)")
 
 
@@ -162,6 +169,8 @@ def collect_declarations(*texts: str) -> Declarations:
     for text in texts:
         masked = text
         for m in _STRUCT.finditer(text):
+            if re.search(r"\benum\s*$", text[: m.start("kw")]):
+                continue  # enum class: read below
             close = _close_brace(text, m.end() - 1)
             if close < 0:
                 continue
@@ -190,6 +199,8 @@ def collect_declarations(*texts: str) -> Declarations:
                     decls.struct_align[k] = align
             # Hide the body from the alias scan (member typedefs are not global aliases).
             masked = masked[: m.start()] + " " * (close + 1 - m.start()) + masked[close + 1:]
+        for m in _ENUM.finditer(masked):  # an enum passes as its underlying type
+            _add_alias(decls, m.group(1), " ".join((m.group(2) or "int").split()))
         for m in _TYPEDEF.finditer(masked):
             target = " ".join(m.group(1).split())
             if "(" in target or not target:
