@@ -15,6 +15,7 @@ them with a message that names the parameter.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -367,7 +368,7 @@ def _find_all(clean: str) -> list[_Found]:
 
 def _template_before(before: str) -> str | None:
     """The ``<...>`` text of a ``template`` head that directly precedes a __global__ keyword."""
-    stripped = before.rstrip()
+    stripped = before[-8192:].rstrip()  # a template head is near; the regex below is O(n^2)
     # Allow words such as 'static', 'inline' or 'extern "C"' between the head and __global__.
     tail = re.search(r"((?:\b(?:static|inline|__forceinline__|extern\s*\"\s*\")\s*)*)$", stripped)
     core = stripped[: tail.start()] if tail else stripped
@@ -409,7 +410,7 @@ def _extern_c_before(before: str) -> bool:
 
 def find_global_functions(source: str) -> list[str]:
     """Names of the ``__global__`` functions in ``source``, in order of appearance."""
-    return [f.name for f in _find_all(strip_comments(active_text(source)))]
+    return [f.name for f in _prepared(source, ())[1]]
 
 
 def _normalise_type(words: list[str]) -> str:
@@ -544,6 +545,14 @@ def _parse_template_head(text: str) -> tuple[TemplateParam, ...]:
     return tuple(params)
 
 
+@functools.lru_cache(maxsize=32)
+def _prepared(source: str, defines: tuple[tuple[str, str | None], ...]) -> tuple[str, list[_Found]]:
+    """The cleaned active text of ``source`` and its ``__global__`` functions (cached: one
+    source often gives several kernels, and a template is parsed twice)."""
+    clean = strip_comments(active_text(source, defines))
+    return clean, _find_all(clean)
+
+
 def split_template_name(name: str) -> tuple[str, list[str] | None]:
     """``"ns::hist<1024, 3, float4>"`` -> ``("ns::hist", ["1024", "3", "float4"])``; a name
     without template arguments gives ``(name, None)``. A leading ``::`` is dropped."""
@@ -594,8 +603,7 @@ def parse_signature(
     NotImplementedError
         A parameter is a reference or a pointer to a pointer.
     """
-    clean = strip_comments(active_text(source, defines))
-    found = _find_all(clean)
+    clean, found = _prepared(source, tuple(defines))
     if not found:
         raise ValueError("the source defines no __global__ function")
     if name is None:
