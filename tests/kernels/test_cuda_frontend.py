@@ -75,6 +75,14 @@ def test_typedef_in_undecided_branches_is_refused_with_the_way_out():
         CudaKernel(src)
 
 
+def test_object_like_macros_naming_types():
+    src = "#ifndef REAL\n#define REAL float // the precision\n#endif\n#define N 16\n" \
+          "__global__ void k(REAL* x, const REAL s, int n) {}"
+    assert [p.dtype for p in parse_signature(src).params] == [np.float32, np.float32, np.int32]
+    k = CudaKernel(src, options=("-DREAL=double",))
+    assert [p.dtype for p in k.params] == [np.float64, np.float64, np.int32]
+
+
 def test_digit_separators_on_the_kernels_line():
     src = "constexpr int N = 1'024; __global__ void k(float* x) { x[0] = N; }"
     assert parse_signature(src).name == "k"

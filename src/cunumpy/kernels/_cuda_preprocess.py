@@ -33,6 +33,7 @@ __all__ = [
     "active_text",
     "defines_from_options",
     "inactive_spans",
+    "macro_types",
 ]
 
 
@@ -387,3 +388,27 @@ def active_text(
         pos = stop
     out.append(text[pos:])
     return "".join(out)
+
+
+_OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]*)$", re.MULTILINE)
+_TYPE_TEXT = re.compile(r"^(?:[A-Za-z_][\w:]*(?:<[\w\s,:]*>)?\s*)+$")
+
+
+def macro_types(decls, text: str, defines: Sequence[tuple[str, str | None]] = ()) -> None:
+    """Add object-like macros whose value is a type name (``#define REAL float``,
+    ``-DREAL=double``) to ``decls`` as aliases, as the preprocessor would substitute them in a
+    parameter list. Only macros of the kept text count; ``-D`` values come first."""
+    from cunumpy.kernels._cuda_types import _add_alias
+
+    seen: dict[str, list[str]] = {}
+    for name, value in defines:
+        if value is not None:
+            seen.setdefault(name, []).append(value.strip())
+    kept = active_text(text, defines)
+    for m in _OBJECT_MACRO.finditer(kept):
+        value = _COMMENT.sub(" ", m.group(2)).strip()
+        seen.setdefault(m.group(1), []).append(value)
+    for name, values in seen.items():
+        for value in values:
+            if value and _TYPE_TEXT.match(value) and not value[0].isdigit():
+                _add_alias(decls, name, " ".join(value.split()))

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy.kernels._cuda_preprocess import active_text
+from cunumpy.kernels._cuda_preprocess import active_text, macro_types
 from cunumpy.kernels._cuda_types import (
     VECTOR_TYPES,
     Declarations,
@@ -635,6 +635,7 @@ def parse_signature(
     decls = collect_declarations(
         clean, *(strip_comments(active_text(h, defines)) for h in headers)
     )
+    macro_types(decls, source, defines)
     extern_c = f.extern_c and _raw_extern_c(source, f.start)
     params_src = f.params_text.strip()
     parts = [] if params_src in ("", "void") else _split_top(params_src)
