@@ -16,6 +16,7 @@ from cunumpy.kernels._cuda_engines import (
 )
 from cunumpy.kernels._cuda_types import cuda_dtype
 from cunumpy.kernels._metal_engines import EmulatedDeviceArray
+from cunumpy.kernels._mlx_api import metal_kernel
 from cunumpy.kernels.cuda import CudaKernel
 from cunumpy.kernels.dispatch import (
     Kernel,
@@ -51,6 +52,7 @@ __all__ = [
     "metal_asarray",
     "metal_available",
     "metal_dispatch_enabled",
+    "metal_kernel",
     "register_cuda_engine",
     "set_metal_dispatch",
     "use_metal",
