@@ -172,6 +172,18 @@ def test_enums_pass_as_their_underlying_type():
     assert [p.dtype for p in parse_signature(src).params] == [np.int32, np.uint8, np.int32]
 
 
+def test_bool_constant_tag_parameters():
+    src = ("#include <type_traits>\ntemplate <bool W>\n__global__ void k(float* y, int n, "
+           "std::bool_constant<W>) { int i = threadIdx.x; if (i < n) y[i] = W ? 1.0f : 2.0f; }")
+    k = CudaKernel(src, "k<true>", engine="emulator")
+    assert k.params[2].kind == "tag" and k.params[2].dtype.itemsize == 1
+    y = np.zeros(4, np.float32)
+    k(y, 4, True, n_threads=4)
+    np.testing.assert_array_equal(y, 1.0)
+    with pytest.raises(TypeError, match="empty tag class.*pass True, False or None"):
+        k(y, 4, "yes")
+
+
 def test_bfloat16_without_ml_dtypes_is_a_clear_error(monkeypatch):
     from cunumpy.kernels import _cuda_types
 

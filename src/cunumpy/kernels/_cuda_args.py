@@ -196,6 +196,13 @@ def check_scalar(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any)
     label = f"argument {p.name!r} ({describe(value)})"
     if p.kind in ("vector", "struct"):
         return _record(tag, label, p, value)
+    if p.kind == "tag":
+        if value is None or isinstance(value, (bool, np.bool_, numbers.Integral)):
+            return np.zeros((), dtype=np.uint8)  # an empty class: its one byte is never read
+        raise TypeError(
+            f"{tag} {label}: parameter '{p.text}' is an empty tag class ({p.type_name}); pass "
+            "True, False or None (its value is in the template arguments)"
+        )
     if value is None:
         raise TypeError(
             f"{tag} argument {p.name!r} is None, but parameter '{p.text}' is a value, not a "

@@ -85,6 +85,7 @@ _COMPLEX = {
     "complex<double>": np.complex128,
 }
 _HALF = ("__half", "half")
+_TAG = re.compile(r"^(?:bool_constant<[^<>]*>|integral_constant<[^<>]*>|true_type|false_type)$")
 _TOOLKIT = {
     # <sys/types.h>, <time.h>, <stdint.h> names that copied kernels use without a typedef
     "uint": np.uint32, "ushort": np.uint16, "ulong": np.uint64, "clock_t": np.int64,
@@ -114,7 +115,8 @@ class Resolved:
     """A parameter's C type as cunumpy passes it.
 
     ``dtype`` is None when the type cannot be checked; ``reason`` then says why. ``kind`` is
-    ``"scalar"``, ``"vector"``, ``"complex"``, ``"struct"`` or ``"unknown"``; vectors also give
+    ``"scalar"``, ``"vector"``, ``"complex"``, ``"struct"``, ``"tag"`` (an empty class such as
+    ``std::bool_constant<B>``, passed as one byte) or ``"unknown"``; vectors also give
     their ``base`` dtype and ``lanes``.
     """
 
@@ -256,6 +258,9 @@ def resolve(
                 f"{ctype} maps to bfloat16, which needs the ml_dtypes package "
                 "(pip install ml_dtypes)"), spelled=ctype)
         return Resolved(bf, 2, "scalar", spelled=ctype)
+    if _TAG.match(name):
+        # An empty tag class (llm.c passes std::bool_constant<B>{}): one byte, value unused.
+        return Resolved(np.dtype(np.uint8), 1, "tag", spelled=ctype)
     if _depth > 16:
         return Resolved(None, kind="unknown", reason=f"alias {ctype!r} refers to itself")
     targets = decls.aliases.get(name)
