@@ -172,6 +172,21 @@ def test_enums_pass_as_their_underlying_type():
     assert [p.dtype for p in parse_signature(src).params] == [np.int32, np.uint8, np.int32]
 
 
+def test_member_types_of_class_templates():
+    src = """
+template <typename T> struct vec4 { typedef float4 Type; };
+template <> struct vec4<double> { typedef double4 Type; };
+template <typename T> struct Traits { using Index = int; };
+template <typename T>
+__global__ void integrate(typename vec4<T>::Type* __restrict__ pos, typename Traits<T>::Index n) {}
+"""
+    f = CudaKernel(src, "integrate<float>").params
+    d = CudaKernel(src, "integrate", template_args=(np.float64,)).params
+    assert (f[0].dtype, f[0].align) == (cuda_dtype("float4"), 16)
+    assert (d[0].dtype, d[0].align) == (cuda_dtype("double4"), 16) and d[0].dtype.itemsize == 32
+    assert f[1].dtype == np.int32 and d[1].dtype == np.int32
+
+
 def test_bool_constant_tag_parameters():
     src = ("#include <type_traits>\ntemplate <bool W>\n__global__ void k(float* y, int n, "
            "std::bool_constant<W>) { int i = threadIdx.x; if (i < n) y[i] = W ? 1.0f : 2.0f; }")

@@ -469,7 +469,8 @@ def _parse_param(
         )
     pointer = stars == 1 or array
     # Tokenise: identifiers (with ::), template brackets kept with their base word.
-    tokens = re.findall(r"[A-Za-z_][\w:]*(?:\s*<[^>]*>)?|\*", text)
+    text = re.sub(r"\btypename\s+", "", text)
+    tokens = re.findall(r"[A-Za-z_][\w:]*(?:\s*<[^>]*>)?(?:\s*::\s*[A-Za-z_]\w*)*|\*", text)
     words = [t for t in tokens if t != "*"]
     const = False
     if pointer:
@@ -512,12 +513,31 @@ def _parse_param(
                     pass
         else:
             r = _resolved_dtype(np.dtype(value))
+    elif "<" in ctype and "::" in ctype:  # vec4<T>::Type: the template's arguments first
+        lt = ctype.index("<")
+        args = [_template_text(a, template_types) for a in ctype[lt + 1 : ctype.index(">")].split(",")]
+        concrete = ctype[:lt] + "<" + ",".join(args) + ctype[ctype.index(">") :]
+        r = resolve(concrete, decls)
     else:
         r = resolve(ctype, decls)
     return CudaParam(
         name, ctype, pointer, const, r.dtype, original, r.kind, r.align, r.base, r.lanes,
         r.reason, concrete if concrete != ctype else "",
     )
+
+
+def _template_text(arg: str, template_types: Mapping[str, Any]) -> str:
+    """A template parameter's C type text (``T`` -> ``float``), or ``arg`` itself."""
+    arg = arg.strip()
+    value = template_types.get(arg)
+    if isinstance(value, str):
+        return _normalise_type(value.split())
+    if value is not None:
+        try:
+            return c_type_name(value)
+        except TypeError:
+            return arg
+    return arg
 
 
 def _resolved_dtype(dt: np.dtype) -> Resolved:

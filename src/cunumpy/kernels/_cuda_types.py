@@ -144,7 +144,7 @@ _USING = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);")
 _STRUCT = re.compile(
     r"\b(?P<typedef>typedef\s+)?(?P<kw>struct|class|union)\s+"
     r"(?P<attrs>(?:(?:__align__|alignas|__attribute__|__builtin_align__)\s*\((?:[^()]|\([^()]*\))*\)\s*)*)"
-    r"(?P<name>[A-Za-z_]\w*)?\s*(?P<bases>:[^{;]*)?\{"
+    r"(?P<name>[A-Za-z_]\w*)?\s*(?P<spec><[^<>{};]*>)?\s*(?P<bases>:[^{;]*)?\{"
 )
 _ENUM = re.compile(
     r"\benum\s+(?:class\s+|struct\s+)?([A-Za-z_]\w*)\s*(?::\s*([A-Za-z_][\w\s:]*?))?\s*\{"
@@ -184,6 +184,8 @@ def collect_declarations(*texts: str) -> Declarations:
             key = name or typedef_name
             if key is None:
                 continue
+            if m.group("spec") and name:  # template <> struct vec4<double> { ... }
+                key = name + "<" + ",".join(p.strip() for p in m.group("spec")[1:-1].split(",")) + ">"
             if m.group("kw") == "union":
                 body = "\0union"
             elif m.group("bases"):
@@ -279,6 +281,9 @@ def resolve(
         return Resolved(None, kind="unknown", reason=first.reason or
                         f"{ctype!r} is an alias of {targets[0]!r}, which cunumpy cannot check",
                         spelled=ctype)
+    member = _MEMBER_TYPE.match(name)
+    if member:
+        return _member_type(member, decls, scalars, _depth, ctype)
     bodies = decls.structs.get(name)
     if bodies:
         if len(bodies) > 1:
@@ -293,6 +298,28 @@ def resolve(
     return Resolved(None, kind="unknown", reason=(
         f"type {ctype!r} is not a type cunumpy knows (no typedef or struct of that name in the "
         "source)"), spelled=ctype)
+
+
+_MEMBER_TYPE = re.compile(r"^([A-Za-z_]\w*)<([^<>]*)>::([A-Za-z_]\w*)$")
+
+
+def _member_type(m: re.Match, decls: Declarations, scalars: Mapping[str, np.dtype],
+                 depth: int, spelled: str) -> Resolved:
+    """``vec4<float>::Type``: the member alias of a class template, in the specialisation for
+    those arguments if the source has one, else in the primary template."""
+    from cunumpy.kernels._cuda_signature import _normalise_type
+
+    owner, args, member = m.group(1), m.group(2), m.group(3)
+    key = owner + "<" + ",".join(a.strip() for a in args.split(",")) + ">"
+    bodies = decls.structs.get(key) or decls.structs.get(owner) or []
+    for body in bodies[:1]:
+        alias = re.search(r"\btypedef\s+([^;{}]+?)\s+" + member + r"\s*;", body) or re.search(
+            r"\busing\s+" + member + r"\s*=\s*([^;{}]+);", body)
+        if alias:
+            r = resolve(_normalise_type(alias.group(1).split()), decls, scalars, depth + 1)
+            return Resolved(r.dtype, r.align, r.kind, r.base, r.lanes, r.reason, spelled)
+    return Resolved(None, kind="unknown", reason=(
+        f"{spelled!r}: no member type {member!r} found in {key} or {owner}"), spelled=spelled)
 
 
 _MEMBER_SKIP = frozenset({"static", "constexpr", "friend", "using", "typedef", "template",
