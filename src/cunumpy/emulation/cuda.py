@@ -40,8 +40,9 @@ Not checked: pointers made by casts (``reinterpret_cast`` included) or by ``&x[i
 pointers; a raw pointer passed to a ``__device__`` function stays unchecked), data races (threads
 never overlap: atomics are plain read-modify-writes), reads of uninitialised shared memory (it is
 filled with 0xFF bytes: NaN for floats, -1 for integers), and unwritten elements of pointers
-not declared in ``outputs=`` (CUDA pointers are inputs as well as outputs). When checked pointers make a kernel fail to compile (a ``__device__``
-template deducing ``T`` from ``T*``), the emulator compiles it again with raw pointers for the
+not declared in ``outputs=`` (CUDA pointers are inputs as well as outputs). When checked
+pointers make a kernel fail to compile (a ``__device__`` template deducing ``T`` from ``T*``),
+the emulator compiles it again with raw pointers for the
 ``__device__`` functions, then for the kernel too, and says so with an
 :class:`~cunumpy.emulation.errors.EmulatorWarning`.
 
