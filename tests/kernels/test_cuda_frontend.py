@@ -187,6 +187,13 @@ __global__ void integrate(typename vec4<T>::Type* __restrict__ pos, typename Tra
     assert f[1].dtype == np.int32 and d[1].dtype == np.int32
 
 
+def test_template_defaults_make_the_instantiation():
+    src = "template <typename T = double, int N = 4>\n__global__ void k(T* x) {}"
+    k = CudaKernel(src)
+    assert k.name_expression == "k<double, 4>" and k.params[0].dtype == np.float64
+    assert CudaKernel(src, "k<float, 2>").params[0].dtype == np.float32
+
+
 def test_bool_constant_tag_parameters():
     src = ("#include <type_traits>\ntemplate <bool W>\n__global__ void k(float* y, int n, "
            "std::bool_constant<W>) { int i = threadIdx.x; if (i < n) y[i] = W ? 1.0f : 2.0f; }")

@@ -180,11 +180,13 @@ class CudaParam:
 @dataclass(frozen=True)
 class TemplateParam:
     """One parameter of a ``template <...>`` head: ``typename T`` (kind ``"type"``) or
-    ``int N`` (kind ``"value"`` with its C type in ``ctype``)."""
+    ``int N`` (kind ``"value"`` with its C type in ``ctype``); ``default`` is the text after
+    ``=`` when there is one."""
 
     name: str
     kind: str
     ctype: str | None = None
+    default: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -554,14 +556,15 @@ def _parse_template_head(text: str) -> tuple[TemplateParam, ...]:
     for part in _split_top(text):
         if not part:
             continue
-        body = part.split("=")[0].strip()
+        body, eq, default = part.partition("=")
         words = body.split()
         if not words:
             continue
+        dflt = " ".join(default.split()) if eq else None
         if words[0] in ("typename", "class"):
-            params.append(TemplateParam(words[-1], "type"))
+            params.append(TemplateParam(words[-1], "type", None, dflt))
         else:
-            params.append(TemplateParam(words[-1], "value", _normalise_type(words[:-1])))
+            params.append(TemplateParam(words[-1], "value", _normalise_type(words[:-1]), dflt))
     return tuple(params)
 
 

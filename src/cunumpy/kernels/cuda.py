@@ -263,6 +263,12 @@ class CudaKernel:
         self._name_expression: str | None = None
         self.template_args = template_args
         if signature is not None and signature.is_template:
+            names = {t.name for t in signature.template}
+            if template_args is None and all(
+                t.default and not names & set(re.findall(r"[A-Za-z_]\w*", t.default))
+                for t in signature.template
+            ):  # every parameter has a default that names no other: that instantiation
+                template_args = tuple(t.default for t in signature.template)
             if template_args is None:
                 raise TypeError(
                     f"{tag} is a template ({signature}); give template_args= with one "
