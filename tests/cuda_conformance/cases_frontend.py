@@ -413,3 +413,29 @@ extern "C" __global__ void crot(const complex<double>* z, complex<double> w, com
     atol=1e-12,
     features=("complex", "cupy/complex.cuh"),
 )
+
+# 14. types named by macros, enums and class-template members --------------------------------
+case(
+    id="macro_enum_and_member_types",
+    name="scale_mode<double>",
+    source=r"""
+#ifndef REAL
+#define REAL float
+#endif
+enum Mode { ADD = 0, MUL = 1 };
+template <typename T> struct vec2 { typedef float2 Type; };
+template <> struct vec2<double> { typedef double2 Type; };
+
+template <typename T>
+__global__ void scale_mode(const typename vec2<T>::Type* uv, REAL* out, Mode mode, REAL s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = mode == MUL ? (REAL)(uv[i].x * uv[i].y) * s : (REAL)(uv[i].x + uv[i].y) + s;
+}
+""",
+    inputs=lambda rng: [rng.uniform(-1, 1, (300, 2)), np.zeros(300, np.float32), 1, 2.0, 300],
+    reference=lambda a: {1: (a[0][:, 0] * a[0][:, 1]).astype(np.float32) * np.float32(2)},
+    rtol=1e-6,
+    atol=1e-6,
+    features=("macro-type", "enum", "member-type", "template-in-name"),
+)
