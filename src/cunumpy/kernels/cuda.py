@@ -41,6 +41,7 @@ from cunumpy.kernels._cuda_signature import (
     format_template_args,
     parse_signature,
 )
+from cunumpy.profiling import _generated_filename
 
 __all__ = ["CudaKernel", "LaunchConfig"]
 
@@ -870,7 +871,7 @@ class CudaKernel:
             )
             text = "\n".join(lines) + "\n"
             self._sources[engine] = text
-            exec(compile(text, f"<CudaKernel {self.name} launcher>", "exec"), ns)
+            exec(compile(text, _generated_filename(f"CudaKernel {self.name} launcher"), "exec"), ns)
             return ns["launch"]
         types = engine.array_types()
         ns["_AT"] = types[0] if types else _NoArrayType
@@ -974,5 +975,5 @@ class CudaKernel:
             f"    _slow(_eng, {tup}, n_threads, grid, block, shared_mem, stream, check_finite)\n"
         )
         self._sources[engine] = text
-        exec(compile(text, f"<CudaKernel {self.name} launcher>", "exec"), ns)
+        exec(compile(text, _generated_filename(f"CudaKernel {self.name} launcher"), "exec"), ns)
         return ns["launch"]

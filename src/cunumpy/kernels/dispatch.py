@@ -847,7 +847,8 @@ class Kernel:
             "_cuda": self._cuda,
             "_metal": self._metal,
         }
-        exec(compile(text, f"<Kernel {self._name} call>", "exec"), namespace)
+        exec(compile(text, profiling._generated_filename(f"Kernel {self._name} call"), "exec"),
+             namespace)
         self._source = text
         return namespace["__call__"]
 
