@@ -1,8 +1,13 @@
-"""Test helpers for kernel ports. Importing :mod:`cunumpy` does not import this module or pytest.
+"""Test helpers for kernel ports, and the active backend's testing functions.
 
 - :func:`assert_kernels_agree`: run each port of a :class:`~cunumpy.kernels.Kernel` (on the GPU,
   or on the CPU emulators) and compare every output with the host kernel's.
 - :func:`tolerance_for` and :data:`DEFAULT_TOLERANCES`: the per-dtype default tolerances.
+- Every public name of the active backend's testing module: ``numpy.testing`` on the NumPy
+  backend, ``cupy.testing`` on the CuPy backend (``cunumpy.testing.assert_allclose``,
+  ``assert_array_equal``, ...), looked up at each access, so a backend switch is followed.
+  CuPy is never imported here: its testing module is used only while the CuPy backend (which
+  has imported CuPy already) is active.
 - The pytest plugin (:mod:`cunumpy.testing.plugin`, registered automatically) provides the
   ``backend``, ``cuda_engine`` and ``metal_engine`` fixtures and the ``requires_cuda`` /
   ``requires_metal`` markers.
@@ -12,6 +17,49 @@ pytest itself is imported only when a check has to skip or fail a test.
 
 from __future__ import annotations
 
-from cunumpy.testing._agree import DEFAULT_TOLERANCES, assert_kernels_agree, tolerance_for
+import importlib as _importlib
+from types import ModuleType as _ModuleType
+from typing import Any as _Any
 
-__all__ = ["DEFAULT_TOLERANCES", "assert_kernels_agree", "tolerance_for"]
+from cunumpy.testing._agree import (
+    DEFAULT_TOLERANCES,
+    PortsNotRunError,
+    PortsNotRunWarning,
+    assert_kernels_agree,
+    tolerance_for,
+)
+
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "PortsNotRunError",
+    "PortsNotRunWarning",
+    "assert_kernels_agree",
+    "tolerance_for",
+]
+"""cunumpy's own testing names; the backend's testing names are reached through attributes."""
+
+
+def _backend_testing() -> tuple[str, _ModuleType]:
+    from cunumpy._backend import get_backend
+
+    name = get_backend() or "numpy"
+    return name, _importlib.import_module(f"{name}.testing")
+
+
+def __getattr__(name: str) -> _Any:
+    if name.startswith("_"):
+        raise AttributeError(f"module 'cunumpy.testing' has no attribute {name!r}")
+    backend, module = _backend_testing()
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise AttributeError(
+            f"module 'cunumpy.testing' has no attribute {name!r} (neither cunumpy's test "
+            f"helpers nor {backend}.testing, the active backend's, provide it)"
+        ) from None
+
+
+def __dir__() -> list[str]:
+    _, module = _backend_testing()
+    public = {n for n in dir(module) if not n.startswith("_")}
+    return sorted(set(globals()) | public)

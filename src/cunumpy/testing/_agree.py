@@ -1,11 +1,16 @@
 """``assert_kernels_agree``: run a :class:`~cunumpy.kernels.Kernel`'s ports against its host kernel.
 
-pytest is imported only when a port has to be skipped (through :mod:`cunumpy.testing._markers`).
+pytest is imported only when a port has to be skipped inside a running pytest test (through
+:mod:`cunumpy.testing._markers`); outside pytest a port that cannot run raises
+:class:`PortsNotRunError` (or warns, when another port was checked).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +19,30 @@ import numpy as np
 
 from cunumpy import config
 
-__all__ = ["DEFAULT_TOLERANCES", "assert_kernels_agree", "tolerance_for"]
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "PortsNotRunError",
+    "PortsNotRunWarning",
+    "assert_kernels_agree",
+    "tolerance_for",
+]
+
+
+class PortsNotRunError(RuntimeError):
+    """Outside pytest: no requested port could run here, or a required one could not.
+
+    ``not_run`` maps each port that did not run to the reason; ``checked`` maps the ports that
+    did run (and agreed) to their engine.
+    """
+
+    def __init__(self, message: str, not_run: dict[str, str], checked: dict[str, str]) -> None:
+        super().__init__(message)
+        self.not_run = not_run
+        self.checked = checked
+
+
+class PortsNotRunWarning(UserWarning):
+    """Outside pytest: some ports agreed with the host kernel, others could not run here."""
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-2, 1e-3),
@@ -277,6 +305,9 @@ def assert_kernels_agree(
         A port's output differs from the host's: the message names the kernel, the port and its
         engine, the output, and the worst element (index, both values, absolute and relative
         error), and says when that element still holds the poison value.
+    PortsNotRunError
+        Outside pytest only: no requested port could run here, or a port required with
+        ``CUNUMPY_REQUIRE_CUDA`` / ``CUNUMPY_REQUIRE_METAL`` could not (see Notes).
 
     Notes
     -----
@@ -436,8 +467,6 @@ def assert_kernels_agree(
     if failures:
         raise AssertionError("\n".join(failures))
     if not_run:
-        from cunumpy.testing._markers import skip_or_fail
-
         done = ", ".join(f"{p} ({e}) agrees" for p, e in checked.items())
         reasons = "; ".join(f"{p} port cannot run here: {why}" for p, why in not_run)
         required = [p for p, _ in not_run if (config.require_cuda() if p == "cuda"
@@ -446,5 +475,17 @@ def assert_kernels_agree(
             "CUNUMPY_REQUIRE_CUDA" if p == "cuda" else "CUNUMPY_REQUIRE_METAL" for p in required
         )
         message = f"{tag} {reasons}" + (f" (checked: {done})" if done else "")
-        skip_or_fail(message, bool(required), variable or "CUNUMPY_REQUIRE_*")
+        if _in_pytest_test():
+            from cunumpy.testing._markers import skip_or_fail
+
+            skip_or_fail(message, bool(required), variable or "CUNUMPY_REQUIRE_*")
+        if required or not checked:
+            why = f" (required by {variable}=1)" if required else " (no port was checked)"
+            raise PortsNotRunError(message + why, dict(not_run), checked)
+        warnings.warn(message, PortsNotRunWarning, stacklevel=2)
     return checked
+
+
+def _in_pytest_test() -> bool:
+    """True while a pytest test runs in this process (a skip then means something)."""
+    return "PYTEST_CURRENT_TEST" in os.environ and "pytest" in sys.modules
