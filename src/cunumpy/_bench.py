@@ -12,16 +12,23 @@ JSON layout (``schema`` = ``"cunumpy-bench/1"``)::
     {"schema", "created", "quick", "wall_s",
      "machine": backend_info(),
      "config": {"sizes": {engine: [n, ...]}, "push_nsteps", "dtype", "min_repeats", ...},
-     "engines": {engine: {"available", "reason", "label", "roofline"}},
+     "engines": {engine: {"available", "reason", "label", "roofline", "details"}},
      "roofline": {name: {"gbps", "how", "bytes"}},
-     "results": [{"workload", "engine", "n", "bytes", "repeats", "to_device_s",
-                  "kernel_s", "to_host_s", "total_s", "kernel_gbps", "max_relative_error",
-                  "agrees", "transfers": {"to_device", "to_host", "bytes_to_device",
+     "results": [{"workload", "engine", "n", "bytes", "warmup_runs", "repeats",
+                  "to_device_s", "kernel_s", "to_host_s", "total_s", "kernel_gbps",
+                  "max_relative_error", "agrees", "details",
+                  "transfers": {"to_device", "to_host", "bytes_to_device",
                   "bytes_to_host"}}],
      "launch": [{"engine", "launch_us", "calls", "launch_async_us"?}],
      "failures": [{"workload", "engine", "n", "error"}]}
 
-Times are medians over the repeats, in seconds.
+Times are medians over the repeats, in seconds, of steady-state calls: every size of every
+engine first runs untimed (``warmup_runs``), so compilation, loading Numba's cache, the first
+parallel region and first-touch page faults stay out of the figures. The emulators warm up at
+their first size only (their compiled library does not depend on the size, and their runs are
+long). A result's ``details`` holds engine facts: for Numba, whether the ``parallel=True``
+variant ran, the threading layer and the thread count (``engines.numba.details`` says the rule,
+see :mod:`cunumpy._runners_numba`).
 """
 
 from __future__ import annotations
@@ -233,7 +240,7 @@ def run_bench(
         roof = ROOFLINE_OF[e]
         data["engines"][e] = {
             "available": ok, "reason": reason, "label": _runners.LABELS[e],
-            "roofline": roof if roof in data["roofline"] else None,
+            "roofline": roof if roof in data["roofline"] else None, "details": None,
         }
     rng = np.random.default_rng(seed)
     items = [(w, e, n) for w in workloads for e in ready for n in _sizes(e, quick)]
@@ -251,9 +258,10 @@ def run_bench(
                 inp = workload.make_inputs((n,), rng)
                 problems[(w, n)] = (inp, workload.reference(inp))
             inp, reference = problems[(w, n)]
+            warmup = 1 if n == _sizes(e, quick)[0] or e not in _runners.EMULATED else 0
             try:
-                if n == _sizes(e, quick)[0]:
-                    _runners.run(workload, e, inp)  # first run compiles: not timed
+                for _ in range(warmup):  # untimed: compiles, loads caches, touches memory
+                    _runners.run(workload, e, inp)
                 result, reps = _repeat(workload, e, inp, quick)
             except Exception as exc:  # a failing port is reported, and the rest goes on
                 data["failures"].append(
@@ -264,11 +272,13 @@ def run_bench(
             error = _runners.max_relative_error(result.output, reference)
             nbytes = workload.bytes_moved(inp)
             data["results"].append({
-                "workload": w, "engine": e, "n": n, "bytes": nbytes, "repeats": reps,
+                "workload": w, "engine": e, "n": n, "bytes": nbytes, "warmup_runs": warmup,
+                "repeats": reps,
                 "to_device_s": result.to_device_s, "kernel_s": result.kernel_s,
                 "to_host_s": result.to_host_s, "total_s": result.total_s,
                 "kernel_gbps": nbytes / result.kernel_s / 1e9 if result.kernel_s > 0 else None,
                 "max_relative_error": error, "agrees": bool(error <= workload.rtol),
+                "details": dict(result.details),
                 "transfers": {
                     "to_device": result.to_device, "to_host": result.to_host,
                     "bytes_to_device": result.bytes_to_device,
@@ -277,6 +287,10 @@ def run_bench(
             })
         for e in ready:
             step(f"launch overhead on {e}")
+            if e == "numba":
+                from cunumpy._runners_numba import summary
+
+                data["engines"]["numba"]["details"] = summary()
             calls = {"numpy": 2000, "numba": 2000, "cupy": 2000, "mlx": 200}.get(
                 e, 10 if quick else 50)
             try:
@@ -314,6 +328,8 @@ def _print_summary(data: dict[str, Any], console: Console) -> None:
     for e, info in data["engines"].items():
         if not info["available"]:
             console.print(f"{e} ({info['label']}): not available here: {info['reason']}")
+        elif info.get("details"):
+            console.print(info["details"])
     for f in data["failures"]:
         console.print(f"FAILED {f['workload']} on {f['engine']} (n={f['n']}): {f['error']}",
                       style="red")
