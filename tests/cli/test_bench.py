@@ -178,3 +178,45 @@ def test_numba_picks_its_variant_by_size_and_reports_the_layer():
     assert large.details["threading_layer"]  # the layer that ran: omp, tbb or workqueue
     assert large.details["threads"] >= 1
     assert f"threading layer {large.details['threading_layer']}" in _runners_numba.summary()
+
+
+# ------------------------------------------------------------------------------ the plot
+def _rgb(colour):
+    from matplotlib.colors import to_rgb
+
+    return tuple(round(c, 4) for c in to_rgb(colour))
+
+
+def test_plot_gives_each_engine_one_colour_and_linear_phase_shares(quick_run):
+    import matplotlib.pyplot as plt
+
+    from cunumpy import _bench_plot
+
+    _, data, _ = quick_run
+    colours = {e: _rgb(c) for e, c in _bench_plot.engine_colours().items()}
+    assert len(set(colours.values())) == len(colours)  # distinct
+    fig = _bench_plot.figure(data)
+    try:
+        top = fig.axes[: len(data["config"]["workloads"]) + 1]  # row-major: the first row
+        seen: dict[str, set] = {}
+        for ax in top[:-1]:  # the phase panels
+            assert ax.get_xscale() == "linear" and ax.get_xlim() == (0.0, 100.0)
+            names = [t.get_text().split("\n")[0] for t in ax.get_yticklabels()]
+            widths: dict[str, float] = {}
+            for rect in ax.patches:
+                e = names[round(rect.get_y() + rect.get_height() / 2)]
+                widths[e] = widths.get(e, 0.0) + rect.get_width()
+                seen.setdefault(e, set()).add(_rgb(rect.get_facecolor()))
+            assert widths and all(w == pytest.approx(100.0) for w in widths.values()), widths
+        launch = top[-1]
+        for name, rect in zip((t.get_text() for t in launch.get_xticklabels()), launch.patches):
+            seen.setdefault(name, set()).add(_rgb(rect.get_facecolor()))
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                if line.get_label() in colours:
+                    seen.setdefault(line.get_label(), set()).add(_rgb(line.get_color()))
+        assert seen
+        for e, used in seen.items():
+            assert used == {colours[e]}, (e, used)
+    finally:
+        plt.close(fig)
