@@ -498,7 +498,7 @@ class MetalKernel:
             inputs, out, n_threads, template, output_shapes, output_dtypes, eng
         )
         if 0 in grid or (n_threads is None and _size(shapes[0]) == 0):
-            return _no_launch(self, eng, outs, shapes, out_dtypes)
+            return _no_launch(eng, outs, shapes, out_dtypes, self.init_value)
         eng.check_available()
         tg = self.threadgroup
         threadgroup = (min(tg[0], grid[0]), min(tg[1], grid[1]), min(tg[2], grid[2]))
@@ -559,12 +559,12 @@ class MetalKernel:
         return sig.text()
 
 
-def _no_launch(kernel: MetalKernel, eng: MetalEngine, outs: list[np.ndarray] | None,
-               shapes: list[tuple[int, ...]], dtypes: list[np.dtype]) -> Any:
+def _no_launch(eng: MetalEngine, outs: list[np.ndarray] | None, shapes: list[tuple[int, ...]],
+               dtypes: list[np.dtype], init_value: Any) -> Any:
     """The result of a zero-size launch (arguments already checked): nothing runs."""
     if outs is None:  # fresh device outputs: allocated on the engine, as a launch would
         eng.check_available()
-        fill = 0 if kernel.init_value is None else kernel.init_value
+        fill = 0 if init_value is None else init_value
         outs = [eng.to_device(np.full(s, fill, dtype=d), d, True) for s, d in zip(shapes, dtypes)]
     return outs[0] if len(outs) == 1 else tuple(outs)
 
