@@ -121,7 +121,8 @@ def kernel_engine(kind: str) -> dict[str, Any]:
     if {"emulator": _EMULATOR[kind]}.get(setting, setting) != name:
         # The setting chose among engines (``auto``): say what decided it.
         if kind == "metal" and name == _EMULATOR[kind]:
-            reason = f"{setting} chose the emulator: {_engine_ready('mlx', None)[1]}; {reason}"
+            why = _engine_ready("mlx", None)[1].split(";")[0]  # MLX's reason, without its advice
+            reason = f"{setting} chose the emulator: {why}; {reason}"
         else:
             reason = f"{setting} chose {name}: {reason}"
     entry.update(setting=setting, engine=name, available=ok, reason=reason)
