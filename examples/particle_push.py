@@ -114,9 +114,10 @@ def main() -> None:
 
     # A plain call dispatches: NumPy arrays go to the Metal port when Metal dispatch is on (a
     # Metal GPU, or CUNUMPY_METAL_ENGINE=emulator), else to the host version.
+    # (On the CuPy backend every call would go to the CUDA port, so use the NumPy one here.)
     x, v = x0.copy(), v0.copy()
-    chosen = kernel.which(n, dt, nsteps, x, v)
-    with count_transfers() as copies:
+    with xp.use_backend("numpy"), count_transfers() as copies:
+        chosen = kernel.which(n, dt, nsteps, x, v)
         kernel(n, dt, nsteps, x, v, n_threads=n)
     print(f"kernel(...) ran the {chosen} port; copies it made:\n{copies.report()}")
     if chosen == "metal":
