@@ -55,6 +55,25 @@ def test_cupy_is_not_imported():
     assert out.split() == ["False", "False"]
 
 
+def test_names_the_gpu_backend_lacks_come_from_numpy(monkeypatch):
+    import types
+
+    import cunumpy.testing as testing
+    from cunumpy import _backend
+
+    fake = types.ModuleType("fakegpu.testing")
+    fake.assert_allclose = lambda *a, **k: "gpu allclose"
+    monkeypatch.setattr(_backend, "get_backend", lambda: "fakegpu")
+    real_import = testing._importlib.import_module
+    monkeypatch.setattr(testing._importlib, "import_module",
+                        lambda name: fake if name == "fakegpu.testing" else real_import(name))
+    assert xp.testing.assert_allclose() == "gpu allclose"
+    assert xp.testing.assert_raises is np.testing.assert_raises
+    assert "assert_raises" in dir(xp.testing) and "assert_allclose" in dir(xp.testing)
+    with pytest.raises(AttributeError, match=r"fakegpu\.testing nor numpy\.testing"):
+        xp.testing.assert_nothing_of_the_sort  # noqa: B018
+
+
 @pytest.mark.requires_cuda
 def test_cupy_testing_names_on_the_cupy_backend():
     import cupy

@@ -6,6 +6,8 @@
 - Every public name of the active backend's testing module: ``numpy.testing`` on the NumPy
   backend, ``cupy.testing`` on the CuPy backend (``cunumpy.testing.assert_allclose``,
   ``assert_array_equal``, ...), looked up at each access, so a backend switch is followed.
+  A name ``cupy.testing`` lacks (``assert_raises``, ``assert_warns``, ...) comes from
+  ``numpy.testing``.
   CuPy is never imported here: its testing module is used only while the CuPy backend (which
   has imported CuPy already) is active.
 - The pytest plugin (:mod:`cunumpy.testing.plugin`, registered automatically) provides the
@@ -39,27 +41,33 @@ __all__ = [
 """cunumpy's own testing names; the backend's testing names are reached through attributes."""
 
 
-def _backend_testing() -> tuple[str, _ModuleType]:
+def _backend_testing() -> list[tuple[str, _ModuleType]]:
+    """The testing modules to search, in order: the active backend's, then NumPy's."""
     from cunumpy._backend import get_backend
 
     name = get_backend() or "numpy"
-    return name, _importlib.import_module(f"{name}.testing")
+    modules = [(name, _importlib.import_module(f"{name}.testing"))]
+    if name != "numpy":
+        modules.append(("numpy", _importlib.import_module("numpy.testing")))
+    return modules
 
 
 def __getattr__(name: str) -> _Any:
     if name.startswith("_"):
         raise AttributeError(f"module 'cunumpy.testing' has no attribute {name!r}")
-    backend, module = _backend_testing()
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(
-            f"module 'cunumpy.testing' has no attribute {name!r} (neither cunumpy's test "
-            f"helpers nor {backend}.testing, the active backend's, provide it)"
-        ) from None
+    modules = _backend_testing()
+    for _, module in modules:
+        try:
+            return getattr(module, name)
+        except AttributeError:
+            continue
+    looked = " nor ".join(f"{backend}.testing" for backend, _ in modules)
+    raise AttributeError(
+        f"module 'cunumpy.testing' has no attribute {name!r} (neither cunumpy's test helpers "
+        f"nor {looked} provide it)"
+    )
 
 
 def __dir__() -> list[str]:
-    _, module = _backend_testing()
-    public = {n for n in dir(module) if not n.startswith("_")}
+    public = {n for _, m in _backend_testing() for n in dir(m) if not n.startswith("_")}
     return sorted(set(globals()) | public)
