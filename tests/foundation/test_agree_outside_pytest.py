@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from cunumpy.kernels import Kernel
-from cunumpy.testing import PortsNotRunError, PortsNotRunWarning, _agree, assert_kernels_agree
+from cunumpy.testing import (
+    PortsNotRunError,
+    PortsNotRunWarning,
+    _agree,
+    _markers,
+    assert_kernels_agree,
+)
 
 
 def scale(x, a, y):
@@ -46,7 +52,7 @@ def make_args(backend, seed):
 @pytest.fixture
 def outside_pytest(monkeypatch):
     """Make assert_kernels_agree behave as in a script; CUDA runs, Metal cannot."""
-    monkeypatch.setattr(_agree, "_in_pytest_test", lambda: False)
+    monkeypatch.setattr(_markers, "in_pytest_test", lambda: False)
     monkeypatch.setattr(_agree, "_cuda_where", lambda port: _agree._Where("numpy", "stand-in"))
     monkeypatch.setattr(_agree, "_metal_where", lambda port: "no Metal GPU here (test)")
     for var in ("CUNUMPY_REQUIRE_CUDA", "CUNUMPY_REQUIRE_METAL"):
@@ -68,8 +74,9 @@ def test_no_port_can_run_raises_a_normal_exception(outside_pytest):
 
 def test_some_ports_checked_warns_and_returns_them(outside_pytest):
     kernel = Kernel(scale, cuda=_HostCuda(), metal=_Metal(), check=False)
-    with pytest.warns(PortsNotRunWarning, match="metal port cannot run here: no Metal GPU"):
+    with pytest.warns(PortsNotRunWarning, match="metal port cannot run here: no Metal GPU") as w:
         assert assert_kernels_agree(kernel, make_args) == {"cuda": "stand-in"}
+    assert w[0].filename == __file__  # the warning points at the caller
 
 
 def test_a_required_port_that_cannot_run_raises(outside_pytest, monkeypatch):

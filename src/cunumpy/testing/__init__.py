@@ -23,13 +23,8 @@ import importlib as _importlib
 from types import ModuleType as _ModuleType
 from typing import Any as _Any
 
-from cunumpy.testing._agree import (
-    DEFAULT_TOLERANCES,
-    PortsNotRunError,
-    PortsNotRunWarning,
-    assert_kernels_agree,
-    tolerance_for,
-)
+from cunumpy.testing._agree import DEFAULT_TOLERANCES, assert_kernels_agree, tolerance_for
+from cunumpy.testing._markers import PortsNotRunError, PortsNotRunWarning
 
 __all__ = [
     "DEFAULT_TOLERANCES",

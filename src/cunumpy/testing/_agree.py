@@ -2,15 +2,12 @@
 
 pytest is imported only when a port has to be skipped inside a running pytest test (through
 :mod:`cunumpy.testing._markers`); outside pytest a port that cannot run raises
-:class:`PortsNotRunError` (or warns, when another port was checked).
+:class:`~cunumpy.testing.PortsNotRunError` (or warns, when another port was checked).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,30 +16,7 @@ import numpy as np
 
 from cunumpy import config
 
-__all__ = [
-    "DEFAULT_TOLERANCES",
-    "PortsNotRunError",
-    "PortsNotRunWarning",
-    "assert_kernels_agree",
-    "tolerance_for",
-]
-
-
-class PortsNotRunError(RuntimeError):
-    """Outside pytest: no requested port could run here, or a required one could not.
-
-    ``not_run`` maps each port that did not run to the reason; ``checked`` maps the ports that
-    did run (and agreed) to their engine.
-    """
-
-    def __init__(self, message: str, not_run: dict[str, str], checked: dict[str, str]) -> None:
-        super().__init__(message)
-        self.not_run = not_run
-        self.checked = checked
-
-
-class PortsNotRunWarning(UserWarning):
-    """Outside pytest: some ports agreed with the host kernel, others could not run here."""
+__all__ = ["DEFAULT_TOLERANCES", "assert_kernels_agree", "tolerance_for"]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-2, 1e-3),
@@ -316,9 +290,13 @@ def assert_kernels_agree(
     the host kernel only writes (found by running the host once with them poisoned: its results
     must not change) are filled with NaN (floats) or the most negative / largest integer, so an
     element a port forgets to write fails. A port that cannot run here (no GPU and no emulator
-    selected through ``CUNUMPY_CUDA_ENGINE`` / ``CUNUMPY_METAL_ENGINE=emulator``) is skipped
-    with the reason, after the other ports are checked; ``CUNUMPY_REQUIRE_CUDA=1`` /
-    ``CUNUMPY_REQUIRE_METAL=1`` make that skip a failure.
+    selected through ``CUNUMPY_CUDA_ENGINE`` / ``CUNUMPY_METAL_ENGINE=emulator``) is dealt with
+    after the other ports are checked. Inside a pytest test, the test is skipped with the
+    reason; ``CUNUMPY_REQUIRE_CUDA=1`` / ``CUNUMPY_REQUIRE_METAL=1`` make that skip a failure.
+    Outside pytest (a script, a notebook), :class:`~cunumpy.testing.PortsNotRunError` names
+    each port that could not run and why, when no port ran or a required one did not; when
+    other ports were checked, a :class:`~cunumpy.testing.PortsNotRunWarning` says which were
+    not, and the result lists the ones that ran.
 
     Examples
     --------
@@ -467,6 +445,8 @@ def assert_kernels_agree(
     if failures:
         raise AssertionError("\n".join(failures))
     if not_run:
+        from cunumpy.testing._markers import ports_not_run
+
         done = ", ".join(f"{p} ({e}) agrees" for p, e in checked.items())
         reasons = "; ".join(f"{p} port cannot run here: {why}" for p, why in not_run)
         required = [p for p, _ in not_run if (config.require_cuda() if p == "cuda"
@@ -475,17 +455,6 @@ def assert_kernels_agree(
             "CUNUMPY_REQUIRE_CUDA" if p == "cuda" else "CUNUMPY_REQUIRE_METAL" for p in required
         )
         message = f"{tag} {reasons}" + (f" (checked: {done})" if done else "")
-        if _in_pytest_test():
-            from cunumpy.testing._markers import skip_or_fail
-
-            skip_or_fail(message, bool(required), variable or "CUNUMPY_REQUIRE_*")
-        if required or not checked:
-            why = f" (required by {variable}=1)" if required else " (no port was checked)"
-            raise PortsNotRunError(message + why, dict(not_run), checked)
-        warnings.warn(message, PortsNotRunWarning, stacklevel=2)
+        ports_not_run(message, bool(required), variable or "CUNUMPY_REQUIRE_*", dict(not_run),
+                      checked)
     return checked
-
-
-def _in_pytest_test() -> bool:
-    """True while a pytest test runs in this process (a skip then means something)."""
-    return "PYTEST_CURRENT_TEST" in os.environ and "pytest" in sys.modules
