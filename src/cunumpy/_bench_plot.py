@@ -42,7 +42,7 @@ def _phase_panel(ax: Any, w: str, ran: list[str], n: int, by: dict, colours: dic
     """Each engine's time split into phases, as percentages of its total (a linear axis).
 
     Bars are horizontal and stacked to 100 %: a 1 % copy takes 1 % of the bar, whatever the
-    total; the totals, which differ by orders of magnitude, are written beside the engines.
+    total; the totals, which differ by orders of magnitude, are written under the engine names.
     """
     rows = list(reversed(ran))  # first engine on top
     for y, e in enumerate(rows):
