@@ -214,3 +214,23 @@ def test_assert_no_transfers_through_kernel_names_the_users_line(scale_kernel):
             scale_kernel(x, np.float32([2]), np.empty_like(x))  # site: asserted call
     assert f"{__file__}:{_line_of('# site: ' + 'asserted call')} in " in str(info.value)
     assert "<Kernel" not in str(info.value)
+
+
+def test_every_generated_function_carries_the_generated_file_name(scale_kernel):
+    """Kernel's dispatcher and CudaKernel's launchers are named so that call sites skip them."""
+    from cunumpy.kernels import CudaKernel, get_cuda_engine
+
+    assert type(scale_kernel).__call__.__code__.co_filename.startswith(profiling._GENERATED_PREFIX)
+    try:
+        engine = get_cuda_engine("emulator")
+    except RuntimeError as exc:
+        pytest.skip(f"the CUDA emulator cannot run here: {exc}")
+    k = CudaKernel('extern "C" __global__ void inc(int n, float* y) '
+                   "{ int i = threadIdx.x; if (i < n) y[i] += 1.0f; }", engine=engine)
+    y = np.zeros(4, dtype=np.float32)
+    k(4, y)
+    assert y.tolist() == [1.0] * 4
+    launchers = list(k._launchers.values())
+    assert launchers and all(
+        f.__code__.co_filename.startswith(profiling._GENERATED_PREFIX) for f in launchers
+    )
