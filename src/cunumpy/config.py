@@ -31,7 +31,7 @@ __all__ = [
 BACKENDS = ("numpy", "cupy")
 """Names accepted by :func:`cunumpy.set_backend` and ``CUNUMPY_BACKEND``."""
 
-METAL_ENGINES = ("mlx", "emulator")
+METAL_ENGINES = ("auto", "mlx", "emulator")
 """Engines that run :class:`~cunumpy.kernels.MetalKernel` launches."""
 
 CUDA_ENGINES = ("cupy", "emulator")
@@ -65,12 +65,13 @@ def initial_backend() -> str:
 
 
 def metal_engine() -> str:
-    """``CUNUMPY_METAL_ENGINE`` (``mlx`` or ``emulator``): what runs MetalKernel launches.
+    """``CUNUMPY_METAL_ENGINE`` (``auto``, ``mlx`` or ``emulator``): what runs MetalKernel launches.
 
-    Default ``mlx`` (a real Apple GPU through MLX). ``emulator`` runs every launch on the CPU
+    Default ``auto``: MLX where it reports a working Metal GPU, else the CPU emulator (with a
+    one-time warning). ``mlx`` requires the Apple GPU; ``emulator`` runs every launch on the CPU
     emulator, through the same front end. Read at every launch.
     """
-    return _choice("CUNUMPY_METAL_ENGINE", METAL_ENGINES, "mlx")
+    return _choice("CUNUMPY_METAL_ENGINE", METAL_ENGINES, "auto")
 
 
 def cuda_engine() -> str:

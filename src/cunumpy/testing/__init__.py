@@ -10,9 +10,11 @@
   ``numpy.testing``.
   CuPy is never imported here: its testing module is used only while the CuPy backend (which
   has imported CuPy already) is active.
+- :func:`mlx_metal_on_cpu`: inside it, MLX's ``mx.fast.metal_kernel`` runs custom kernels on the
+  CPU emulator (test an MLX project's kernels on Linux CI).
 - The pytest plugin (:mod:`cunumpy.testing.plugin`, registered automatically) provides the
-  ``backend``, ``cuda_engine`` and ``metal_engine`` fixtures and the ``requires_cuda`` /
-  ``requires_metal`` markers.
+  ``backend``, ``cuda_engine``, ``metal_engine`` and ``mlx_metal_on_cpu`` fixtures and the
+  ``requires_cuda`` / ``requires_metal`` markers.
 
 pytest itself is imported only when a check has to skip or fail a test.
 """
@@ -25,12 +27,14 @@ from typing import Any as _Any
 
 from cunumpy.testing._agree import DEFAULT_TOLERANCES, assert_kernels_agree, tolerance_for
 from cunumpy.testing._markers import PortsNotRunError, PortsNotRunWarning
+from cunumpy.testing._mlx import mlx_metal_on_cpu
 
 __all__ = [
     "DEFAULT_TOLERANCES",
     "PortsNotRunError",
     "PortsNotRunWarning",
     "assert_kernels_agree",
+    "mlx_metal_on_cpu",
     "tolerance_for",
 ]
 """cunumpy's own testing names; the backend's testing names are reached through attributes."""
