@@ -304,12 +304,19 @@ def run_bench(
     return data
 
 
+def _engine_label(result: dict[str, Any]) -> str:
+    """The engine of a result row, with the Numba variant that ran (``numba parallel``)."""
+    if result.get("details", {}).get("parallel"):
+        return f"{result['engine']} parallel"
+    return result["engine"]
+
+
 def _print_summary(data: dict[str, Any], console: Console) -> None:
     rows, styles = [], []
     for r in data["results"]:
         gbps = r["kernel_gbps"]
         rows.append([
-            r["workload"], r["engine"], f"{r['n']:,}", f"{r['to_device_s'] * 1e3:.3f}",
+            r["workload"], _engine_label(r), f"{r['n']:,}", f"{r['to_device_s'] * 1e3:.3f}",
             f"{r['kernel_s'] * 1e3:.3f}", f"{r['to_host_s'] * 1e3:.3f}",
             f"{gbps:.2f}" if gbps else "-", f"{r['max_relative_error']:.1e}",
             f"{r['transfers']['to_device']}/{r['transfers']['to_host']}",

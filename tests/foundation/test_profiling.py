@@ -234,3 +234,26 @@ def test_every_generated_function_carries_the_generated_file_name(scale_kernel):
     assert launchers and all(
         f.__code__.co_filename.startswith(profiling._GENERATED_PREFIX) for f in launchers
     )
+
+
+def test_tracebacks_through_generated_code_show_its_lines():
+    import traceback
+
+    from cunumpy.kernels import Kernel
+
+    def broken(x):
+        raise ZeroDivisionError("inside the host kernel")
+
+    def other(x, y):
+        pass
+
+    kernel = Kernel(broken, name="same")
+    Kernel(other, name="same")  # another generated text under the same name
+    try:
+        kernel(np.ones(2))
+    except ZeroDivisionError:
+        text = traceback.format_exc()
+    else:
+        raise AssertionError("the host kernel should have raised")
+    assert "<cunumpy Kernel same call" in text
+    assert "    _host(a0)" in text  # the generated line itself, not a blank

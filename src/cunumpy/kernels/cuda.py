@@ -41,7 +41,7 @@ from cunumpy.kernels._cuda_signature import (
     format_template_args,
     parse_signature,
 )
-from cunumpy.profiling import _generated_filename
+from cunumpy.profiling import _compile_generated
 
 __all__ = ["CudaKernel", "LaunchConfig"]
 
@@ -871,7 +871,7 @@ class CudaKernel:
             )
             text = "\n".join(lines) + "\n"
             self._sources[engine] = text
-            exec(compile(text, _generated_filename(f"CudaKernel {self.name} launcher"), "exec"), ns)
+            exec(_compile_generated(text, f"CudaKernel {self.name} launcher"), ns)
             return ns["launch"]
         types = engine.array_types()
         ns["_AT"] = types[0] if types else _NoArrayType
@@ -979,5 +979,5 @@ class CudaKernel:
             f"    _slow(_eng, {tup}, n_threads, grid, block, shared_mem, stream, check_finite)\n"
         )
         self._sources[engine] = text
-        exec(compile(text, _generated_filename(f"CudaKernel {self.name} launcher"), "exec"), ns)
+        exec(_compile_generated(text, f"CudaKernel {self.name} launcher"), ns)
         return ns["launch"]
