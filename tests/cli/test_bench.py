@@ -220,3 +220,11 @@ def test_plot_gives_each_engine_one_colour_and_linear_phase_shares(quick_run):
             assert used == {colours[e]}, (e, used)
     finally:
         plt.close(fig)
+
+
+def test_summary_table_names_the_numba_variant():
+    assert _bench._engine_label({"engine": "numba", "details": {"parallel": True}}) == (
+        "numba parallel"
+    )
+    assert _bench._engine_label({"engine": "numba", "details": {"parallel": False}}) == "numba"
+    assert _bench._engine_label({"engine": "numpy", "details": {}}) == "numpy"
