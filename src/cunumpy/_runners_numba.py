@@ -11,8 +11,13 @@ parallel against 0.001 ms serial, push 8.0 ms against 0.010 ms; at 2**20 element
 loop wins (axpy 0.25 ms against 0.49 ms, interp 0.57 ms against 2.4 ms) and a stall is at most
 a few times the work. The workqueue layer does not stall, but cost 0.025 ms per call and gave
 no speed-up on two cores (axpy at 2**20: 0.51 ms against 0.45 ms serial); TBB was not
-installed. cunumpy does not choose the layer (that is the process's choice, through
-``NUMBA_THREADING_LAYER``); :func:`describe` says which one ran.
+installed. Under heavier load (load average 4.8 on the same two cores) a stall grew to ~20 ms
+and the parallel loop lost even at 2**20 (axpy 20 ms against 1.0 ms serial); at 2**22 push and
+interp still gained a little (114 ms against 120 ms, 53 ms against 59 ms). No fixed size suits
+every load; 2**20 is where an idle machine gains and the bench's small sizes never stall.
+cunumpy does not choose the layer (that is the process's choice, through
+``NUMBA_THREADING_LAYER``); :func:`describe` says which one ran, and each bench and demo row
+says which variant.
 
 ``cache=True`` keeps the compiled machine code beside this file, so only the first run on a
 machine pays Numba's compilation; the serial and the parallel variants are separate functions,
