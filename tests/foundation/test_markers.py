@@ -46,7 +46,8 @@ def test_calls_helper():
 def _run_pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "conftest.py").write_text(textwrap.dedent(_CONFTEST))
     (tmp_path / "test_user.py").write_text(textwrap.dedent(_TESTS))
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CUNUMPY_REQUIRE")}
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("CUNUMPY_REQUIRE") and k != "CUNUMPY_BACKEND"}
     environ.update(env)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "test_user.py"],
