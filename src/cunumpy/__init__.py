@@ -32,7 +32,6 @@ from cunumpy._backend import (
     use_backend,
 )
 from cunumpy._convert import to_cunumpy, to_cupy, to_numpy
-from cunumpy._info import backend_info
 
 _LAZY_SUBMODULES = ("kernels", "testing", "emulation")
 
@@ -62,13 +61,17 @@ _OWN_NAMES = frozenset(__all__) | {"__version__"}
 def __getattr__(name: str) -> _Any:
     if name in _LAZY_SUBMODULES:
         return _importlib.import_module(f"cunumpy.{name}")
+    if name == "backend_info":  # lazy: it asks the kernel layer about its engines
+        from cunumpy.kernels._info import backend_info
+
+        return backend_info
     from cunumpy._backend import forward_missing
 
     return forward_missing(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES) | {"backend_info"})
 
 
 from cunumpy._backend import init_from_environment as _init  # noqa: E402

@@ -8,8 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from cunumpy import _bench, _runners
-from cunumpy.cli import main
+from cunumpy.cli import _bench, _runners, main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -131,7 +130,7 @@ class _ScriptedRuns:
 
 
 def _bench_with(monkeypatch, runs, engines):
-    from cunumpy._console import Console
+    from cunumpy.cli._console import Console
 
     monkeypatch.setattr(_runners, "run", runs)
     monkeypatch.setattr(_runners, "engine_status", lambda e: (True, "test"))
@@ -165,7 +164,7 @@ def test_emulator_figures_exclude_the_compiling_first_run(monkeypatch):
 
 def test_numba_picks_its_variant_by_size_and_reports_the_layer():
     pytest.importorskip("numba")
-    from cunumpy import _runners_numba
+    from cunumpy.cli import _runners_numba
 
     big = _runners_numba.PARALLEL_MIN_ELEMENTS
     assert not _runners_numba.uses_parallel(big - 1) and _runners_numba.uses_parallel(big)
@@ -190,7 +189,7 @@ def _rgb(colour):
 def test_plot_gives_each_engine_one_colour_and_linear_phase_shares(quick_run):
     import matplotlib.pyplot as plt
 
-    from cunumpy import _bench_plot
+    from cunumpy.cli import _bench_plot
 
     _, data, _ = quick_run
     colours = {e: _rgb(c) for e, c in _bench_plot.engine_colours().items()}

@@ -9,8 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from cunumpy import _runners
-from cunumpy.cli import main
+from cunumpy.cli import _runners, main
 
 
 def test_demo_small_runs_every_available_engine(tmp_path):
@@ -39,7 +38,7 @@ def test_demo_small_runs_every_available_engine(tmp_path):
             assert e["reason"]
             assert f"{name} ({e['label']}): not available here:" in out
     if engines["numba"]["available"]:  # the same steady-state rule as the bench
-        from cunumpy._runners_numba import uses_parallel
+        from cunumpy.cli._runners_numba import uses_parallel
 
         details = engines["numba"]["details"]
         assert details["parallel"] is uses_parallel(4096 * 3)
@@ -95,7 +94,7 @@ def test_unavailable_engines_are_named_with_their_reason(monkeypatch, capsys):
 
 
 def test_default_size_is_smaller_without_a_gpu(monkeypatch):
-    from cunumpy import _demo
+    from cunumpy.cli import _demo
 
     monkeypatch.setattr(_runners, "engine_status", lambda name: (name == "numpy", "test"))
     assert _demo.default_particles(list(_runners.ENGINES)) == _demo.EMULATION_PARTICLES
@@ -119,8 +118,8 @@ def test_max_relative_error():
 
 
 def test_emulators_push_a_prefix_of_the_particles(monkeypatch, tmp_path):
-    from cunumpy import _demo
-    from cunumpy._console import Console
+    from cunumpy.cli import _demo
+    from cunumpy.cli._console import Console
 
     if not _runners.engine_status("emu-metal")[0]:
         pytest.skip(_runners.engine_status("emu-metal")[1])

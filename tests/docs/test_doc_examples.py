@@ -43,7 +43,7 @@ def requirements(block: str) -> list[str]:
 
 def missing_reason(names: list[str]) -> str | None:
     """Why a block with these requirements cannot run here, or None."""
-    from cunumpy import _runners
+    from cunumpy.cli import _runners
 
     for name in names:
         if name == "mlx":

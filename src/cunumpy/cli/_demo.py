@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy import _runners
-from cunumpy._console import Console
+from cunumpy.cli import _runners
+from cunumpy.cli._console import Console
 
 __all__ = ["DemoReport", "default_particles", "run_demo"]
 
@@ -27,7 +27,7 @@ minute on two cores)."""
 _WARMUP_PARTICLES = 128
 """Size of the untimed first run that compiles each GPU or emulated kernel. The host engines
 (NumPy, Numba) warm up on all the particles instead: Numba picks its serial or parallel variant
-by size (:mod:`cunumpy._runners_numba`), so the timed run is a steady-state call, as in
+by size (:mod:`cunumpy.cli._runners_numba`), so the timed run is a steady-state call, as in
 ``cunumpy bench``."""
 
 
@@ -147,7 +147,7 @@ def run_demo(
     dt : float, default 1e-3
         Time step.
     engines : list of str, optional
-        Engines to try (default all of :data:`cunumpy._runners.ENGINES`); those that cannot
+        Engines to try (default all of :data:`cunumpy.cli._runners.ENGINES`); those that cannot
         run here are reported with the reason.
     seed : int, default 0
         Seed of the random positions and velocities.
@@ -259,7 +259,7 @@ def _print_report(report: DemoReport, console: Console) -> None:
         )
     numba = [o for o in report.outcomes if o.engine == "numba" and o.result is not None]
     if numba:
-        from cunumpy._runners_numba import summary
+        from cunumpy.cli._runners_numba import summary
 
         console.print(summary())
     verdict = (

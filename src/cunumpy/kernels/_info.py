@@ -71,10 +71,10 @@ _EMULATOR = {"cuda": "emu-cuda", "metal": "emu-metal"}
 
 def _engine_ready(name: str, engine: Any) -> tuple[bool, str]:
     """Whether the engine called ``name`` can launch here, and why (not)."""
-    from cunumpy import _runners
+    from cunumpy.kernels._availability import KERNEL_ENGINES, kernel_engine_status
 
-    if name in _runners.ENGINES:
-        return _runners.engine_status(name)
+    if name in KERNEL_ENGINES:
+        return kernel_engine_status(name)
     check = getattr(engine, "check_available", None)  # an engine the runners do not know
     if check is None:
         return True, f"engine {name!r}"

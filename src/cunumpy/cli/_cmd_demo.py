@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from cunumpy._runners import ENGINES
+from cunumpy.cli._runners import ENGINES
 
 
 def _engine_list(text: str) -> list[str]:
@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cunumpy._console import Console
-    from cunumpy._demo import run_demo
+    from cunumpy.cli._console import Console
+    from cunumpy.cli._demo import run_demo
 
     if args.n is not None and args.n < 1:
         raise SystemExit("cunumpy demo: --n must be a positive number of particles")

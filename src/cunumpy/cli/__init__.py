@@ -16,9 +16,9 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 SUBCOMMANDS = {
-    "info": ("cunumpy._cli_info", "what backends, devices and emulators this machine has"),
-    "demo": ("cunumpy._cli_demo", "a particle push through every engine this machine has"),
-    "bench": ("cunumpy._cli_bench", "benchmarks across engines and sizes, with plots"),
+    "info": ("cunumpy.cli._cmd_info", "what backends, devices and emulators this machine has"),
+    "demo": ("cunumpy.cli._cmd_demo", "a particle push through every engine this machine has"),
+    "bench": ("cunumpy.cli._cmd_bench", "benchmarks across engines and sizes, with plots"),
 }
 
 

@@ -60,16 +60,6 @@ REAL_GPU = frozenset({"cupy", "mlx"})
 
 
 # --------------------------------------------------------------------------- availability
-def _compiler_reason() -> str | None:
-    from cunumpy.emulation import CompilerNotFoundError, find_compiler
-
-    try:
-        find_compiler()
-    except CompilerNotFoundError as exc:
-        return str(exc)
-    return None
-
-
 def _status(name: str) -> tuple[bool, str]:
     if name == "numpy":
         return True, f"NumPy {np.__version__}"
@@ -81,35 +71,10 @@ def _status(name: str) -> tuple[bool, str]:
         except Exception as exc:  # a broken install can raise anything
             return False, f"Numba failed to import: {type(exc).__name__}: {exc}"
         return True, f"Numba {numba.__version__}"
-    if name == "cupy":
-        from cunumpy._backend import cupy_status
+    from cunumpy.kernels._availability import KERNEL_ENGINES, kernel_engine_status
 
-        return cupy_status()
-    if name == "mlx":
-        from cunumpy.kernels._availability import metal_status
-
-        ok, reason, _ = metal_status()
-        return ok, reason
-    if name == "emu-cuda":
-        reason = _compiler_reason()
-        if reason:
-            return False, reason
-        from cunumpy.kernels import get_cuda_engine
-
-        try:
-            get_cuda_engine("emulator")
-        except (RuntimeError, ValueError) as exc:
-            return False, str(exc)
-        return True, "CUDA C++ compiled for the CPU, with checks"
-    if name == "emu-metal":
-        reason = _compiler_reason()
-        if reason:
-            return False, reason
-        if importlib.util.find_spec("cunumpy.emulation.metal") is None:
-            return False, (
-                "the Metal emulator (cunumpy.emulation.metal) is not part of this installation"
-            )
-        return True, "Metal Shading Language compiled for the CPU, with checks"
+    if name in KERNEL_ENGINES:
+        return kernel_engine_status(name)
     raise ValueError(f"unknown engine {name!r}; known engines: {', '.join(ENGINES)}")
 
 
@@ -435,7 +400,7 @@ y[i] = x[i] + 1.0f;
 
 
 def _numba_functions() -> Any:
-    from cunumpy import _runners_numba
+    from cunumpy.cli import _runners_numba
 
     return _runners_numba
 

@@ -6,8 +6,8 @@ import argparse
 import json
 import os
 
-from cunumpy._cli_demo import _engine_list
-from cunumpy._runners import WORKLOADS
+from cunumpy.cli._cmd_demo import _engine_list
+from cunumpy.cli._runners import WORKLOADS
 
 
 def _workload_list(text: str) -> list[str]:
@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cunumpy import _bench
-    from cunumpy._console import Console
+    from cunumpy.cli import _bench
+    from cunumpy.cli._console import Console
 
     if args.plot:
         try:

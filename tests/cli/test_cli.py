@@ -9,8 +9,8 @@ import sys
 import pytest
 
 import cunumpy as xp
-from cunumpy._info import kernel_engine
 from cunumpy.cli import main
+from cunumpy.kernels._info import kernel_engine
 
 
 def test_info_table_names_every_component(capsys):
@@ -46,12 +46,12 @@ def test_backend_info_is_json_serialisable():
 @pytest.fixture
 def statuses(monkeypatch):
     """Engine availability as this test says, whatever the machine has."""
-    from cunumpy import _runners
+    from cunumpy.kernels import _availability
 
     table = {"numpy": (True, "numpy"), "numba": (False, "no numba (test)"),
              "cupy": (False, "CuPy is not installed (test)"), "emu-cuda": (True, "emu ok (test)"),
              "mlx": (False, "MLX has no Metal GPU here (test)"), "emu-metal": (True, "emu ok")}
-    monkeypatch.setattr(_runners, "engine_status", lambda name: table[name])
+    monkeypatch.setattr(_availability, "kernel_engine_status", lambda name: table[name])
     for var in ("CUNUMPY_CUDA_ENGINE", "CUNUMPY_METAL_ENGINE"):
         monkeypatch.delenv(var, raising=False)
     return table
@@ -103,7 +103,7 @@ def test_invalid_setting_is_reported_not_raised(monkeypatch):
 
 
 def test_info_prints_the_engine_each_kernel_kind_uses(statuses, capsys):
-    from cunumpy._cli_info import _rows
+    from cunumpy.cli._cmd_info import _rows
 
     rows = {name: (value, detail) for name, value, detail in _rows(xp.backend_info())}
     value, detail = rows["cuda engine (CudaKernel)"]

@@ -1,6 +1,6 @@
 """``cunumpy bench``: kernels timed across engines and sizes, as JSON and as a PNG.
 
-Workloads (:mod:`cunumpy._runners`): the spec's particle push (``NSTEPS`` = 200, compute-heavy),
+Workloads (:mod:`cunumpy.cli._runners`): the spec's particle push (``NSTEPS`` = 200, compute-heavy),
 ``axpy`` (memory-bound), ``interp`` (a gather: linear interpolation of a grid field at particle
 positions) and the launch overhead of a kernel on one element. Every run is split into copies to
 the device, the kernel and copies back, counts its transfers and is checked against a float64
@@ -28,7 +28,7 @@ parallel region and first-touch page faults stay out of the figures. The emulato
 their first size only (their compiled library does not depend on the size, and their runs are
 long). A result's ``details`` holds engine facts: for Numba, whether the ``parallel=True``
 variant ran, the threading layer and the thread count (``engines.numba.details`` says the rule,
-see :mod:`cunumpy._runners_numba`).
+see :mod:`cunumpy.cli._runners_numba`).
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy import _runners
-from cunumpy._bench_plot import plot
-from cunumpy._console import Console
+from cunumpy.cli import _runners
+from cunumpy.cli._bench_plot import plot
+from cunumpy.cli._console import Console
 
 __all__ = ["SCHEMA", "plot", "run_bench"]
 
@@ -133,7 +133,7 @@ def launch_overhead(engine: str, calls: int) -> dict[str, Any]:
         x = np.zeros(1, np.float32)
         result["launch_us"] = _median_call_us(lambda: np.add(x, 1, out=x), calls)
     elif engine == "numba":
-        from cunumpy._runners_numba import noop
+        from cunumpy.cli._runners_numba import noop
 
         x = np.zeros(1, np.float32)
         result["launch_us"] = _median_call_us(lambda: noop(x), calls)
@@ -289,7 +289,7 @@ def run_bench(
         for e in ready:
             step(f"launch overhead on {e}")
             if e == "numba":
-                from cunumpy._runners_numba import summary
+                from cunumpy.cli._runners_numba import summary
 
                 data["engines"]["numba"]["details"] = summary()
             calls = {"numpy": 2000, "numba": 2000, "cupy": 2000, "mlx": 200}.get(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cunumpy import _runners
+from cunumpy.cli import _runners
 
 __all__ = ["engine_colours", "figure", "plot"]
 
@@ -80,7 +80,7 @@ def _phase_legend(fig: Any) -> None:
 
 
 def plot(data: dict[str, Any], path: str) -> None:
-    """Draw the benchmark results (:func:`cunumpy._bench.run_bench`) as a PNG at ``path``."""
+    """Draw the benchmark results (:func:`cunumpy.cli._bench.run_bench`) as a PNG at ``path``."""
     import matplotlib.pyplot as plt
 
     fig = figure(data)
