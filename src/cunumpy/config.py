@@ -8,26 +8,36 @@ backend afterwards with :func:`cunumpy.set_backend`.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "BACKENDS",
     "CUDA_ENGINES",
     "EMULATOR_ORDERS",
     "EMULATOR_UNDEFINED",
+    "KERNEL_PORTS",
     "METAL_ENGINES",
     "cache_dir_override",
+    "cuda_debug",
     "cuda_engine",
+    "cxx_command",
     "emulator_checks",
     "emulator_isolated",
     "emulator_order",
     "emulator_undefined",
     "env_flag",
     "initial_backend",
+    "kernel_port",
     "metal_engine",
+    "raw_reader",
     "require_cuda",
     "require_metal",
+    "setting_text",
     "staging_threshold",
+    "use_metal",
 ]
 
 BACKENDS = ("numpy", "cupy")
@@ -181,3 +191,91 @@ def staging_threshold() -> int | None:
             " is not a byte count such as 8388608, 8M or off"
         ) from None
     return threshold if threshold > 0 else None
+
+
+def setting_text(var: str) -> str | None:
+    """The value of the setting ``var`` as written (stripped), or None when unset or empty.
+
+    For messages and reports (``cunumpy info``); use the setting's own function to interpret it.
+    """
+    return os.environ.get(var, "").strip() or None
+
+
+KERNEL_PORTS = ("host", "cuda", "metal")
+"""Ports a :class:`~cunumpy.kernels.Kernel` can be sent to (``CUNUMPY_KERNEL_PORT``)."""
+
+
+def use_metal() -> bool | None:
+    """``CUNUMPY_USE_METAL``: whether :class:`~cunumpy.kernels.Kernel` calls go to the Metal port.
+
+    ``1``/``true``/``yes``/``on``: True; ``0``/``false``/``no``/``off``: False; unset or
+    ``auto``: None (automatic: see :func:`cunumpy.kernels.metal_dispatch_enabled`). Read at
+    every call, through :func:`raw_reader`, and decoded again only when the value changes.
+    """
+    value = os.environ.get("CUNUMPY_USE_METAL", "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    if value in ("", "auto"):
+        return None
+    raise ValueError(
+        f"environment variable CUNUMPY_USE_METAL={os.environ.get('CUNUMPY_USE_METAL')!r} is "
+        "not one of 1, 0 or auto; unset it or pick one of those"
+    )
+
+
+def kernel_port() -> str | None:
+    """``CUNUMPY_KERNEL_PORT`` (``host``, ``cuda``, ``metal``): send every Kernel call there.
+
+    Unset or ``auto``: None (dispatch by arguments). Read at every call, through
+    :func:`raw_reader`, and decoded again only when the value changes.
+    """
+    raw = os.environ.get("CUNUMPY_KERNEL_PORT", "")
+    value = raw.strip().lower()
+    if value in ("", "auto"):
+        return None
+    if value not in KERNEL_PORTS:
+        raise ValueError(
+            f"environment variable CUNUMPY_KERNEL_PORT {value!r} is not a port; valid ports "
+            f"are {', '.join(KERNEL_PORTS)}"
+        )
+    return value
+
+
+def cuda_debug() -> bool:
+    """``CUNUMPY_CUDA_DEBUG=1``: CudaKernels compile with device debug information.
+
+    Read when a :class:`~cunumpy.kernels.CudaKernel` is constructed without ``debug=``.
+    """
+    return env_flag("CUNUMPY_CUDA_DEBUG")
+
+
+def cxx_command() -> str | None:
+    """``CUNUMPY_CXX``: the C++ compiler command for the CPU emulators (split like a shell).
+
+    Unset: the first of ``clang++``, ``g++``, ``c++`` on PATH, then the ``ziglang`` wheel.
+    Read once per process, when the emulators first look for a compiler.
+    """
+    return os.environ.get("CUNUMPY_CXX", "").strip() or None
+
+
+# The fast environment reader. Settings read at every launch (CUNUMPY_CUDA_ENGINE,
+# CUNUMPY_METAL_ENGINE, CUNUMPY_USE_METAL, CUNUMPY_KERNEL_PORT) are checked through the
+# environment's own dictionary (about 30 ns, against about 500 ns for os.environ.get); callers
+# compare the raw value with the one they saw last and call the documented function above only
+# when it changed.
+_env_data: Any = getattr(os.environ, "_data", None)
+if not isinstance(_env_data, dict) or not hasattr(os.environ, "encodekey"):  # pragma: no cover
+    _env_data = None
+
+
+def raw_reader(var: str) -> Callable[[], Any]:
+    """A fast zero-argument callable returning the raw value of ``var`` now (or None).
+
+    The value is for comparison only (it may be bytes); interpret it with the setting's own
+    function. Writes through ``os.environ`` (and ``monkeypatch.setenv``) are seen at once.
+    """
+    if _env_data is not None:
+        return functools.partial(_env_data.get, os.environ.encodekey(var))  # type: ignore[attr-defined]
+    return functools.partial(os.environ.get, var)  # pragma: no cover - not CPython

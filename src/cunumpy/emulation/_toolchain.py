@@ -9,12 +9,13 @@ forgets it.
 from __future__ import annotations
 
 import functools
-import os
 import shlex
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+
+from cunumpy import config
 
 __all__ = ["Compiler", "CompilerNotFoundError", "find_compiler", "toolchain_info"]
 
@@ -61,7 +62,7 @@ def _family(version: str) -> str:
 
 def _candidates() -> list[tuple[list[str], str]]:
     found: list[tuple[list[str], str]] = []
-    env = os.environ.get("CUNUMPY_CXX", "").strip()
+    env = config.cxx_command()
     if env:
         found.append((shlex.split(env), "CUNUMPY_CXX"))
     for name in ("clang++", "g++", "c++"):
@@ -82,14 +83,14 @@ def _candidates() -> list[tuple[list[str], str]]:
 def find_compiler() -> Compiler:
     """The C++ compiler to use. Raises :class:`CompilerNotFoundError` saying what was tried."""
     tried = []
-    env_set = bool(os.environ.get("CUNUMPY_CXX", "").strip())
+    env_set = config.cxx_command() is not None
     for command, how in _candidates():
         version = _probe(command)
         if version is None:
             tried.append(f"{' '.join(command)} ({how}): did not answer --version")
             if how == "CUNUMPY_CXX":
                 raise CompilerNotFoundError(
-                    f"CUNUMPY_CXX={os.environ['CUNUMPY_CXX']!r} does not run; fix or unset it"
+                    f"CUNUMPY_CXX={config.cxx_command()!r} does not run; fix or unset it"
                 )
             continue
         family = "zig" if how == "the ziglang wheel" else _family(version)

@@ -34,8 +34,6 @@ one method call, for callers outside the front end.
 
 from __future__ import annotations
 
-import functools
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -310,37 +308,26 @@ def get_cuda_engine(name: str | CudaEngine | None = None) -> CudaEngine:
     return engine
 
 
-# The default engine is read from CUNUMPY_CUDA_ENGINE at every launch. Reading os.environ costs
-# about half a microsecond, so the raw value is read from the environment's own dictionary and
-# the engine is looked up again only when that value changes.
-_VAR = "CUNUMPY_CUDA_ENGINE"
+# The default engine is read from CUNUMPY_CUDA_ENGINE at every launch, through config's fast
+# reader (the raw value), and looked up again only when that value changes.
 _UNSET = object()
 _default_cache: list[Any] = [_UNSET, None]
-_env_data: dict | None = getattr(os.environ, "_data", None)
-try:
-    _env_key: Any = os.environ.encodekey(_VAR)  # type: ignore[attr-defined]
-except AttributeError:  # pragma: no cover - non-CPython
-    _env_data = None
-    _env_key = _VAR
-if not isinstance(_env_data, dict):  # pragma: no cover
-    _env_data = None
+_read_env = config.raw_reader("CUNUMPY_CUDA_ENGINE")
 
 
 def env_value() -> Any:
     """The raw value of ``CUNUMPY_CUDA_ENGINE`` now (compared, never interpreted)."""
-    return _env_data.get(_env_key) if _env_data is not None else os.environ.get(_VAR)
+    return _read_env()
 
 
 def env_getter() -> Callable[[], Any]:
     """A fast zero-argument callable returning :func:`env_value`."""
-    if _env_data is not None:
-        return functools.partial(_env_data.get, _env_key)
-    return functools.partial(os.environ.get, _VAR)  # pragma: no cover
+    return _read_env
 
 
 def default_cuda_engine() -> CudaEngine:
     """The engine named by ``CUNUMPY_CUDA_ENGINE`` now (``cupy`` when unset)."""
-    raw = _env_data.get(_env_key) if _env_data is not None else os.environ.get(_VAR)
+    raw = _read_env()
     cache = _default_cache
     if raw == cache[0] and cache[1] is not None:
         return cache[1]

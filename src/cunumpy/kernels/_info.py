@@ -9,13 +9,13 @@ reason, and what to do when it cannot.
 
 from __future__ import annotations
 
-import os
 import platform
 import sys
 from typing import Any
 
 import numpy as np
 
+from cunumpy import config
 from cunumpy._backend import cupy_status, get_backend
 
 __all__ = ["backend_info", "kernel_engine"]
@@ -87,8 +87,6 @@ def _engine_ready(name: str, engine: Any) -> tuple[bool, str]:
 
 def _resolve(kind: str) -> tuple[str, Any]:
     """The setting for ``kind`` and the engine object the kernel layer selects for it."""
-    from cunumpy import config
-
     if kind == "cuda":
         from cunumpy.kernels._cuda_engines import get_cuda_engine
 
@@ -107,7 +105,7 @@ def kernel_engine(kind: str) -> dict[str, Any]:
     engine cannot run (``None`` otherwise).
     """
     variable = _VARIABLES[kind]
-    raw = os.environ.get(variable, "").strip() or None
+    raw = config.setting_text(variable)
     entry: dict[str, Any] = {"variable": variable, "setting": raw, "default": raw is None,
                              "engine": None, "available": False, "reason": "", "hint": None}
     try:
@@ -144,7 +142,7 @@ def backend_info() -> dict[str, Any]:
     Every unavailable piece carries a ``reason`` saying why. Probing CuPy or MLX imports them
     (only here, never at ``import cunumpy``).
     """
-    from cunumpy import __version__, config
+    from cunumpy import __version__
 
     def setting(read: Any) -> str:
         try:

@@ -231,7 +231,7 @@ class CudaKernel:
                 dirs.insert(0, here)
         self.include_dirs: tuple[str, ...] = tuple(dirs)
         self.check_signature = bool(check_signature)
-        self.debug = config.env_flag("CUNUMPY_CUDA_DEBUG") if debug is None else bool(debug)
+        self.debug = config.cuda_debug() if debug is None else bool(debug)
         self._engine = None if engine is None else get_cuda_engine(engine)
 
         given_name, in_name = name, None

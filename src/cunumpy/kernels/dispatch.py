@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy import profiling
+from cunumpy import config, profiling
 from cunumpy._backend import _state as _backend_state
 
 __all__ = [
@@ -90,22 +90,12 @@ class SignatureMismatchError(TypeError):
 
 
 # ------------------------------------------------------------------------------------ settings
-# Environment variables are read at every call through the environment's own dictionary (about
-# 30 ns each, against about 500 ns for os.environ.get), and decoded again only when the raw
-# values change.
-_USE_METAL = "CUNUMPY_USE_METAL"
-_METAL_ENGINE = "CUNUMPY_METAL_ENGINE"
+# CUNUMPY_USE_METAL, CUNUMPY_METAL_ENGINE and CUNUMPY_KERNEL_PORT are read at every call through
+# config's fast reader (the raw values) and decoded again, by config, only when they change.
+_read_use_metal = config.raw_reader("CUNUMPY_USE_METAL")
+_read_metal_engine = config.raw_reader("CUNUMPY_METAL_ENGINE")
+_read_kernel_port = config.raw_reader("CUNUMPY_KERNEL_PORT")
 _KERNEL_PORT = "CUNUMPY_KERNEL_PORT"
-_env_data: Any = getattr(os.environ, "_data", None)
-try:
-    _keys = tuple(os.environ.encodekey(v) for v in (_USE_METAL, _METAL_ENGINE, _KERNEL_PORT))  # type: ignore[attr-defined]
-except AttributeError:  # pragma: no cover - not CPython
-    _env_data = None
-if not isinstance(_env_data, dict):  # pragma: no cover
-    _env_data = None
-    _keys = (_USE_METAL, _METAL_ENGINE, _KERNEL_PORT)
-_K_USE_METAL, _K_METAL_ENGINE, _K_KERNEL_PORT = _keys
-_env_get: Callable[[Any], Any] = _env_data.get if _env_data is not None else os.environ.get
 
 _metal_setting: list[bool | None] = [None]
 """The value given to :func:`set_metal_dispatch` / :func:`use_metal`; None: automatic."""
@@ -117,43 +107,25 @@ _port_env_cache: list[Any] = [object(), None]
 """Raw CUNUMPY_KERNEL_PORT last seen and the port it named."""
 
 
-def _raw(key: Any, var: str) -> Any:
-    data = _env_data
-    return data.get(key) if data is not None else os.environ.get(var)
-
-
 def _decode(raw: Any) -> str:
-    if raw is None:
-        return ""
-    if isinstance(raw, bytes):
-        raw = os.fsdecode(raw)
-    return raw.strip().lower()
+    return (os.fsdecode(raw) if isinstance(raw, bytes) else raw).strip().lower()
 
 
 def _metal_from_environment() -> bool:
     """Metal dispatch as the environment and the hardware decide (no explicit setting)."""
-    raw_use = _raw(_K_USE_METAL, _USE_METAL)
-    raw_engine = _raw(_K_METAL_ENGINE, _METAL_ENGINE)
+    raw_use = _read_use_metal()
+    raw_engine = _read_metal_engine()
     cache = _env_cache
     if raw_use is cache[0] and raw_engine is cache[1]:
         return cache[2]
-    use = _decode(raw_use)
-    if use in ("1", "true", "yes", "on"):
-        decision = True
-    elif use in ("0", "false", "no", "off"):
-        decision = False
-    elif use in ("", "auto"):
-        if _decode(raw_engine) == "emulator":
+    decision = config.use_metal()
+    if decision is None:
+        if raw_engine is not None and _decode(raw_engine) == "emulator":
             decision = True
         else:
             from cunumpy.kernels._availability import metal_available
 
             decision = metal_available()
-    else:
-        raise ValueError(
-            f"environment variable {_USE_METAL}={os.environ.get(_USE_METAL)!r} is not one of "
-            "1, 0 or auto; unset it or pick one of those"
-        )
     cache[0], cache[1], cache[2] = raw_use, raw_engine, decision
     return decision
 
@@ -211,14 +183,11 @@ def _check_port(port: Any, what: str) -> str | None:
 
 
 def _port_from_environment() -> str | None:
-    raw = _raw(_K_KERNEL_PORT, _KERNEL_PORT)
+    raw = _read_kernel_port()
     cache = _port_env_cache
     if raw is cache[0]:
         return cache[1]
-    value = _decode(raw)
-    port = None
-    if value not in ("", "auto"):
-        port = _check_port(value, f"environment variable {_KERNEL_PORT}")
+    port = config.kernel_port()
     cache[0], cache[1] = raw, port
     return port
 
@@ -769,7 +738,7 @@ class Kernel:
             lines.append(f"    {', '.join(names)}{',' if n == 1 else ''} = args")
         lines += [
             "    forced = _port_setting[0]",
-            "    if forced is None and _env_get(_K_KERNEL_PORT) is not None:",
+            "    if forced is None and _read_kernel_port() is not None:",
             "        forced = _port_from_environment()",
             "    if forced is not None:",
             "        if forced == 'cuda' and _cuda is not None:",
@@ -810,7 +779,7 @@ class Kernel:
                 "    m = _metal_setting[0]",
                 "    if m is None:",
                 "        c = _env_cache",
-                "        if _env_get(_K_USE_METAL) is c[0] and _env_get(_K_METAL_ENGINE) is c[1]:",
+                "        if _read_use_metal() is c[0] and _read_metal_engine() is c[1]:",
                 "            m = c[2]",
                 "        else:",
                 "            m = _metal_from_environment()",
@@ -834,10 +803,9 @@ class Kernel:
             "_port_setting": _port_setting,
             "_metal_setting": _metal_setting,
             "_env_cache": _env_cache,
-            "_env_get": _env_get,
-            "_K_KERNEL_PORT": _K_KERNEL_PORT,
-            "_K_USE_METAL": _K_USE_METAL,
-            "_K_METAL_ENGINE": _K_METAL_ENGINE,
+            "_read_kernel_port": _read_kernel_port,
+            "_read_use_metal": _read_use_metal,
+            "_read_metal_engine": _read_metal_engine,
             "_port_from_environment": _port_from_environment,
             "_metal_from_environment": _metal_from_environment,
             "_backend_state": _backend_state,
@@ -905,7 +873,7 @@ class Kernel:
         if forced is not None:
             how = (
                 "use_port/force_port" if _port_setting[0] is not None
-                else f"{_KERNEL_PORT}={os.environ.get(_KERNEL_PORT)}"
+                else f"{_KERNEL_PORT}={config.setting_text(_KERNEL_PORT)}"
             )
             return f"the {forced} port is forced ({how})"
         if port == "cuda":
