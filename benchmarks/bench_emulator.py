@@ -65,7 +65,7 @@ out[thread_position_in_grid.x] = acc;
 CHILD = textwrap.dedent(
     """
     import time, numpy as np
-    from cunumpy.kernels._metal_signature import ArgSpec, MetalSignature, build_params
+    from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_params
     from cunumpy.emulation.metal import run_metal
     src = {src!r}
     pos = np.ones(1024, np.float32); vel = np.ones(1024, np.float32)
@@ -82,7 +82,7 @@ CHILD = textwrap.dedent(
 
 
 def _sig(name, src, inputs, outputs, template=()):
-    from cunumpy.kernels._metal_signature import ArgSpec, MetalSignature, build_params
+    from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_params
 
     ins = [ArgSpec(n, a.dtype, a.shape) for n, a in inputs]
     outs = [ArgSpec(n, a.dtype, a.shape) for n, a in outputs]

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_params
 from cunumpy.emulation import CompilerNotFoundError, find_compiler
-from cunumpy.kernels._metal_signature import ArgSpec, MetalSignature, build_params
 
 
 def _have_compiler() -> bool:

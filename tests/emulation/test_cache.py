@@ -22,7 +22,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     import numpy as np
-    from cunumpy.kernels._metal_signature import ArgSpec, MetalSignature, build_params
+    from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_params
     from cunumpy.emulation import _build
     from cunumpy.emulation.metal import run_metal
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy.kernels._metal_signature import ATTRIBUTES, ArgSpec, MetalSignature, build_signature
+from cunumpy._lang.metal_signature import ATTRIBUTES, ArgSpec, MetalSignature, build_signature
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 

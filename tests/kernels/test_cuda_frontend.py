@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cunumpy._lang.cuda_preprocess import active_text, defines_from_options
+from cunumpy._lang.cuda_signature import find_global_functions, parse_signature
+from cunumpy._lang.cuda_types import VECTOR_TYPES
 from cunumpy.kernels import CudaKernel, cuda_dtype
-from cunumpy.kernels._cuda_preprocess import active_text, defines_from_options
-from cunumpy.kernels._cuda_signature import find_global_functions, parse_signature
-from cunumpy.kernels._cuda_types import VECTOR_TYPES
 
 # -- the preprocessor ------------------------------------------------------------------------
 
@@ -207,7 +207,7 @@ def test_bool_constant_tag_parameters():
 
 
 def test_bfloat16_without_ml_dtypes_is_a_clear_error(monkeypatch):
-    from cunumpy.kernels import _cuda_types
+    from cunumpy._lang import cuda_types as _cuda_types
 
     monkeypatch.setattr(_cuda_types, "_bfloat16", lambda: None)
     with pytest.raises(NotImplementedError, match="parameter 'x'.*bfloat16.*ml_dtypes"):

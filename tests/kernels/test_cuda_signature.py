@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cunumpy.kernels._cuda_signature import (
+from cunumpy._lang.cuda_signature import (
     C_TYPES,
     c_type_name,
     find_global_functions,

@@ -20,7 +20,7 @@ from _metal_text_cases import (
     case_by_id,
 )
 
-from cunumpy.kernels._metal_signature import (
+from cunumpy._lang.metal_signature import (
     ATTRIBUTES,
     MLX_WORKAROUND_COMMENT,
     ArgSpec,
@@ -270,7 +270,7 @@ def test_input_dtype_error_propagates() -> None:
 def test_engine_imports_without_mlx() -> None:
     code = (
         "import sys\n"
-        "import cunumpy.kernels._metal_mlx, cunumpy.kernels._metal_signature\n"
+        "import cunumpy.kernels._metal_mlx, cunumpy._lang.metal_signature\n"
         "assert 'mlx' not in sys.modules and 'mlx.core' not in sys.modules, sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

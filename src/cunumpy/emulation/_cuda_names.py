@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from cunumpy.emulation._rewrite import tokenize
+from cunumpy._lang.tokens import tokenize
 
 __all__ = ["HOST_TYPE_NAMES", "rename_user_typedefs"]
 

@@ -143,7 +143,7 @@ def inline_includes(
     Raises NotImplementedError (naming ``prefix``) for libraries the emulator does not provide.
     Include lines in preprocessor branches that ``defines`` rule out are left as they are.
     """
-    from cunumpy.kernels._cuda_preprocess import inactive_spans
+    from cunumpy._lang.cuda_preprocess import inactive_spans
 
     seen: set[Path] = set()
     texts: dict[str, str] = {label: text}
@@ -386,7 +386,7 @@ def _split_params(clean: str, start: int, stop: int) -> list[tuple[int, int]]:
 def _param_edits(text: str, kernel_name: str) -> list[tuple[int, int, str]]:
     """Edits turning the pointer parameters of every ``__global__ kernel_name(...)`` into
     ``cn::ptr`` declarations."""
-    from cunumpy.kernels._cuda_signature import strip_comments
+    from cunumpy._lang.cuda_signature import strip_comments
 
     clean = strip_comments(text)
     edits = []
@@ -443,7 +443,7 @@ def _device_param_edits(text: str) -> list[tuple[int, int, str]]:
     """Edits turning the pointer parameters of ``__device__`` functions into ``cn::ptr``
     declarations, so arrays passed on to helpers stay checked (a raw pointer passed to such a
     parameter becomes an unchecked ``cn::ptr``)."""
-    from cunumpy.kernels._cuda_signature import strip_comments
+    from cunumpy._lang.cuda_signature import strip_comments
 
     clean = strip_comments(text)
     edits = []

@@ -21,43 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cunumpy._lang.tokens import Token, tokenize
+
 __all__ = ["SharedDecl", "Token", "rewrite", "synchronises", "tokenize"]
-
-_TOKEN = re.compile(
-    r"""
-    (?P<comment>//[^\n]*|/\*.*?\*/)
-  | (?P<pp>^[ \t]*\#(?:[^\n\\]|\\.)*)
-  | (?P<string>(?:u8|u|U|L)?R"(?P<delim>[^(\s]*)\(.*?\)(?P=delim)"
-              |(?:u8|u|U|L)?"(?:[^"\\\n]|\\.)*")
-  | (?P<char>(?:u8|u|U|L)?'(?:[^'\\\n]|\\.)*')
-  | (?P<number>\.?\d(?:[eEpP][+-]|[\w.'])*)
-  | (?P<ident>[A-Za-z_]\w*)
-  | (?P<ws>\n|[^\S\n]+)
-  | (?P<punct>::|->|<<=|>>=|\+\+|--|&&|\|\||[<>=!+\-*/%&|^]=|.)
-    """,
-    re.VERBOSE | re.DOTALL | re.MULTILINE,
-)
-
-
-@dataclass(frozen=True)
-class Token:
-    """One lexical token: its kind, text and offset in the source."""
-
-    kind: str
-    text: str
-    start: int
-
-
-def tokenize(text: str) -> list[Token]:
-    """All tokens of ``text``, whitespace and comments included."""
-    out: list[Token] = []
-    for m in _TOKEN.finditer(text):
-        kind = m.lastgroup
-        if kind == "delim":  # the raw-string delimiter group is inside "string"
-            kind = "string"
-        out.append(Token(kind or "punct", m.group(), m.start()))
-    return out
-
 
 SYNC_FUNCTIONS = frozenset(
     {"threadgroup_barrier", "simdgroup_barrier", "simd_ballot", "simd_active_threads_mask",

@@ -82,6 +82,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cunumpy import config
+from cunumpy._lang.cuda_preprocess import active_text, defines_from_options
+from cunumpy._lang.cuda_signature import C_TYPES, CudaParam
 from cunumpy.emulation import _build, _launch
 from cunumpy.emulation._cuda_names import rename_user_typedefs
 from cunumpy.emulation._cuda_rewrite import (
@@ -103,8 +105,6 @@ from cunumpy.kernels._cuda_engines import (
     register_cuda_engine,
 )
 from cunumpy.kernels._cuda_outputs import poison_and_check
-from cunumpy.kernels._cuda_preprocess import active_text, defines_from_options
-from cunumpy.kernels._cuda_signature import C_TYPES, CudaParam
 
 if TYPE_CHECKING:  # pragma: no cover
     from cunumpy.kernels.cuda import CudaKernel

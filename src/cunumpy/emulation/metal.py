@@ -2,7 +2,7 @@
 
 A launch compiles (once, cached on disk) a C++ translation unit made of the runtime headers, the
 kernel's header, and the body wrapped in a function with the parameters MLX would declare
-(:class:`~cunumpy.kernels._metal_signature.MetalSignature`), then calls it for every thread of the
+(:class:`~cunumpy._lang.metal_signature.MetalSignature`), then calls it for every thread of the
 grid (Metal ``dispatchThreads`` semantics: exactly ``grid`` threads, edge threadgroups partial).
 
 Threads of a threadgroup run one after another when the kernel never synchronises, and as
@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from cunumpy import config
+from cunumpy._lang.metal_signature import ATTRIBUTES, MetalSignature, Param, metal_type_name
 from cunumpy.emulation import _build, _launch, _poison
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl, rewrite
@@ -70,7 +71,6 @@ from cunumpy.emulation.errors import (
     KernelCompileError,
     UnwrittenOutputError,
 )
-from cunumpy.kernels._metal_signature import ATTRIBUTES, MetalSignature, Param, metal_type_name
 
 __all__ = ["DIALECT", "EmulatorOptions", "generate_source", "run_metal"]
 

@@ -5,6 +5,7 @@ Importing this module imports neither CuPy nor MLX; engines import them at first
 
 from __future__ import annotations
 
+from cunumpy._lang.cuda_types import cuda_dtype
 from cunumpy.kernels._availability import cuda_available, metal_available
 from cunumpy.kernels._cuda_engines import (
     CudaCompileError,
@@ -14,7 +15,6 @@ from cunumpy.kernels._cuda_engines import (
     get_cuda_engine,
     register_cuda_engine,
 )
-from cunumpy.kernels._cuda_types import cuda_dtype
 from cunumpy.kernels._metal_engines import EmulatedDeviceArray
 from cunumpy.kernels._mlx_api import metal_kernel
 from cunumpy.kernels.cuda import CudaKernel

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cunumpy.kernels._cuda_signature import CudaParam
-from cunumpy.kernels._cuda_types import layout_matches
+from cunumpy._lang.cuda_signature import CudaParam
+from cunumpy._lang.cuda_types import layout_matches
 
 if TYPE_CHECKING:  # pragma: no cover
     from cunumpy.kernels._cuda_engines import CudaEngine

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy.kernels._cuda_signature import CudaSignature
+from cunumpy._lang.cuda_signature import CudaSignature
 
 __all__ = ["declared_outputs", "poison_and_check"]
 

@@ -1,7 +1,7 @@
 """The ``mlx`` engine of MetalKernel: hands one launch to ``mx.fast.metal_kernel``.
 
 The front end has already validated the call, converted the arguments to MLX arrays and built the
-call's :class:`~cunumpy.kernels._metal_signature.MetalSignature`; this module only talks to MLX.
+call's :class:`~cunumpy._lang.metal_signature.MetalSignature`; this module only talks to MLX.
 It passes MLX the body from the signature (which carries the workaround for MLX's early ``) {``
 bug), so the text MLX compiles is exactly ``signature.text()`` after MLX's preamble; the golden
 tests in ``tests/kernels`` check that against MLX itself.
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from cunumpy._lang.metal_signature import MetalSignature, _normalise_template
 from cunumpy.kernels._metal_dtypes import bfloat16, is_bfloat16
-from cunumpy.kernels._metal_signature import MetalSignature, _normalise_template
 
 __all__ = [
     "clear_kernel_cache",
@@ -262,7 +262,7 @@ def launch_mlx(
     Parameters
     ----------
     signature : MetalSignature
-        Built by :func:`~cunumpy.kernels._metal_signature.build_signature` for this call; its
+        Built by :func:`~cunumpy._lang.metal_signature.build_signature` for this call; its
         ``name`` is the MLX kernel name.
     source_for_mlx : str
         The body to hand MLX; must be ``signature.source`` (the body after the bug workaround).

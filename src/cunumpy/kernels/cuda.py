@@ -24,6 +24,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cunumpy import config
+from cunumpy._lang.cuda_preprocess import defines_from_options
+from cunumpy._lang.cuda_signature import (
+    CudaParam,
+    CudaSignature,
+    format_template_args,
+    parse_signature,
+    split_template_name,
+)
 from cunumpy.kernels._cuda_args import check_array, check_scalar
 from cunumpy.kernels._cuda_args import describe as _describe
 from cunumpy.kernels._cuda_engines import (
@@ -37,14 +45,6 @@ from cunumpy.kernels._cuda_engines import (
 from cunumpy.kernels._cuda_engines import env_value as _cuda_engines_env_value
 from cunumpy.kernels._cuda_launcher import MISSING, build_launcher
 from cunumpy.kernels._cuda_outputs import declared_outputs
-from cunumpy.kernels._cuda_preprocess import defines_from_options
-from cunumpy.kernels._cuda_signature import (
-    CudaParam,
-    CudaSignature,
-    format_template_args,
-    parse_signature,
-    split_template_name,
-)
 
 __all__ = ["CudaKernel", "LaunchConfig"]
 

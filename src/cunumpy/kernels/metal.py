@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from cunumpy import profiling
+from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_signature
 from cunumpy.kernels._metal_dtypes import msl_dtype, supported_dtypes
 from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine, warn_auto_fallback
-from cunumpy.kernels._metal_signature import ArgSpec, MetalSignature, build_signature
 
 __all__ = ["MetalKernel", "metal_asarray"]
 

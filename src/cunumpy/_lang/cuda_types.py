@@ -5,7 +5,7 @@ definitions of a source (comments, strings and inactive preprocessor branches al
 :func:`resolve` turns one parameter type into a :class:`Resolved`: its NumPy dtype and its CUDA
 size and alignment, or the reason it has none.
 
-- Scalars: :data:`~cunumpy.kernels._cuda_signature.C_TYPES`, plus ``__half``/``half``
+- Scalars: :data:`~cunumpy._lang.c_types.C_TYPES`, plus ``__half``/``half``
   (float16) and ``__nv_bfloat16``/``nv_bfloat16`` (``ml_dtypes.bfloat16``, when installed).
 - Vector types (``float4``, ``int2``, ``uchar3``, ``double2``, ``__half2`` ...): structured
   dtypes with fields ``x, y, z, w``, CUDA's size and alignment (:data:`VECTOR_TYPES`):
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from cunumpy._lang.c_types import _QUALIFIERS, C_TYPES, _normalise_type
 
 __all__ = [
     "VECTOR_TYPES",
@@ -235,8 +237,6 @@ def resolve(
     _depth: int = 0,
 ) -> Resolved:
     """The dtype, alignment and kind of the normalised C type ``ctype``."""
-    from cunumpy.kernels._cuda_signature import C_TYPES, _normalise_type
-
     decls = decls or Declarations()
     scalars = C_TYPES if scalars is None else scalars
     name = _strip_namespace(ctype)
@@ -307,8 +307,6 @@ def _member_type(m: re.Match, decls: Declarations, scalars: Mapping[str, np.dtyp
                  depth: int, spelled: str) -> Resolved:
     """``vec4<float>::Type``: the member alias of a class template, in the specialisation for
     those arguments if the source has one, else in the primary template."""
-    from cunumpy.kernels._cuda_signature import _normalise_type
-
     owner, args, member = m.group(1), m.group(2), m.group(3)
     key = owner + "<" + ",".join(a.strip() for a in args.split(",")) + ">"
     bodies = decls.structs.get(key) or decls.structs.get(owner) or []
@@ -328,8 +326,6 @@ _MEMBER_SKIP = frozenset({"static", "constexpr", "friend", "using", "typedef", "
 
 def _struct(name: str, body: str, decls: Declarations, scalars: Mapping[str, np.dtype],
             depth: int, spelled: str) -> Resolved:
-    from cunumpy.kernels._cuda_signature import _QUALIFIERS, _normalise_type
-
     def refuse(why: str) -> Resolved:
         return Resolved(None, kind="unknown", reason=f"struct {name!r}: {why}", spelled=spelled)
 
@@ -461,8 +457,6 @@ def cuda_dtype(ctype: str) -> np.dtype:
     >>> cuda_dtype("float4").itemsize, cuda_dtype("float4").names
     (16, ('x', 'y', 'z', 'w'))
     """
-    from cunumpy.kernels._cuda_signature import _normalise_type
-
     r = resolve(_normalise_type(ctype.split()))
     if r.dtype is None:
         raise TypeError(r.reason)

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy.kernels._cuda_preprocess import active_text, macro_types
-from cunumpy.kernels._cuda_types import (
+from cunumpy._lang.c_types import _INT_WORDS, _QUALIFIERS, C_TYPES, _normalise_type
+from cunumpy._lang.cuda_preprocess import active_text, macro_types
+from cunumpy._lang.cuda_types import (
     VECTOR_TYPES,
     Declarations,
     Resolved,
@@ -45,42 +46,6 @@ __all__ = [
     "strip_comments",
 ]
 
-C_TYPES: dict[str, np.dtype] = {
-    "bool": np.dtype(np.bool_),
-    "char": np.dtype(np.int8),
-    "signed char": np.dtype(np.int8),
-    "unsigned char": np.dtype(np.uint8),
-    "short": np.dtype(np.int16),
-    "unsigned short": np.dtype(np.uint16),
-    "int": np.dtype(np.int32),
-    "unsigned int": np.dtype(np.uint32),
-    "long": np.dtype(np.int64),
-    "unsigned long": np.dtype(np.uint64),
-    "long long": np.dtype(np.int64),
-    "unsigned long long": np.dtype(np.uint64),
-    "int8_t": np.dtype(np.int8),
-    "int16_t": np.dtype(np.int16),
-    "int32_t": np.dtype(np.int32),
-    "int64_t": np.dtype(np.int64),
-    "uint8_t": np.dtype(np.uint8),
-    "uint16_t": np.dtype(np.uint16),
-    "uint32_t": np.dtype(np.uint32),
-    "uint64_t": np.dtype(np.uint64),
-    "size_t": np.dtype(np.uint64),
-    "ptrdiff_t": np.dtype(np.int64),
-    "float": np.dtype(np.float32),
-    "double": np.dtype(np.float64),
-    "complex<float>": np.dtype(np.complex64),
-    "complex<double>": np.dtype(np.complex128),
-}
-"""Canonical C/CUDA type spelling -> NumPy dtype, for a 64-bit Linux (LP64) device ABI.
-
-``char`` is taken as signed (``int8``), as nvcc does on x86-64 and aarch64 hosts. ``long`` is 64
-bits. ``complex<float>`` covers ``thrust::complex<float>`` and ``cuda::std::complex<float>``
-(the namespace is dropped before lookup). Spellings such as ``unsigned``, ``long int``,
-``signed int`` and ``std::int32_t`` are normalised to these keys.
-"""
-
 _C_NAMES: dict[str, str] = {
     "bool": "bool",
     "int8": "signed char",
@@ -97,10 +62,6 @@ _C_NAMES: dict[str, str] = {
     "complex128": "complex<double>",
 }
 
-_QUALIFIERS = frozenset(
-    {"const", "volatile", "__restrict__", "__restrict", "restrict", "register", "struct"}
-)
-_INT_WORDS = frozenset({"signed", "unsigned", "short", "long", "int", "char"})
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _GLOBAL = re.compile(r"\b__global__\b")
 
@@ -227,10 +188,10 @@ def strip_comments(source: str) -> str:
     Each removed character becomes a space (newlines stay), so positions in the result match
     positions in ``source``. String and character literals keep their quotes (``extern "C"``
     stays recognisable). The text is read with the emulator's tokenizer
-    (:func:`cunumpy.emulation._rewrite.tokenize`), so digit separators (``1'024``), raw strings
+    (:func:`cunumpy._lang.tokens.tokenize`), so digit separators (``1'024``), raw strings
     and line continuations are read as the compiler reads them.
     """
-    from cunumpy.emulation._rewrite import tokenize
+    from cunumpy._lang.tokens import tokenize
 
     out: list[str] = []
     for tok in tokenize(source):
@@ -415,35 +376,6 @@ def find_global_functions(source: str) -> list[str]:
     return [f.name for f in _prepared(source, ())[1]]
 
 
-def _normalise_type(words: list[str]) -> str:
-    """Join type words into a canonical spelling (``long int`` -> ``long``)."""
-    if words and all(w in _INT_WORDS for w in words):
-        unsigned = "unsigned" in words
-        longs = words.count("long")
-        if "char" in words:
-            base = "char"
-            if unsigned:
-                return "unsigned char"
-            if "signed" in words:
-                return "signed char"
-            return "char"
-        if "short" in words:
-            base = "short"
-        elif longs >= 2:
-            base = "long long"
-        elif longs == 1:
-            base = "long"
-        else:
-            base = "int"
-        return f"unsigned {base}" if unsigned else base
-    text = " ".join(words)
-    text = re.sub(r"\s*(<|>|,|::)\s*", r"\1", text)
-    for prefix in ("std::", "::", "cuda::std::", "thrust::"):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-    return text
-
-
 def _parse_param(
     text: str,
     index: int,
@@ -615,7 +547,7 @@ def parse_signature(
         types give ``dtype=None``.
     defines : sequence of (name, value)
         Command-line macros (``-D``/``-U``): preprocessor branches they rule out are not read
-        (:mod:`cunumpy.kernels._cuda_preprocess`).
+        (:mod:`cunumpy._lang.cuda_preprocess`).
     headers : sequence of str
         Texts of included headers, searched for ``typedef``/``using`` aliases and structs.
 

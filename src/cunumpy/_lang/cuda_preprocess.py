@@ -15,7 +15,7 @@ toolkit headers may define and are unknown unless listed in :data:`PREDEFINED`. 
 in headers that are not part of the text are not seen, so a configuration macro set by a header
 counts as undefined.
 
-The text is read with the emulator's tokenizer (:func:`cunumpy.emulation._rewrite.tokenize`),
+The text is read with the emulator's tokenizer (:func:`cunumpy._lang.tokens.tokenize`),
 so comments, string literals and digit separators (``1'024``) are read the same way everywhere.
 """
 
@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cunumpy.emulation._rewrite import tokenize
+from cunumpy._lang.tokens import tokenize
 
 __all__ = [
     "PREDEFINED",
@@ -398,7 +398,7 @@ def macro_types(decls, text: str, defines: Sequence[tuple[str, str | None]] = ()
     """Add object-like macros whose value is a type name (``#define REAL float``,
     ``-DREAL=double``) to ``decls`` as aliases, as the preprocessor would substitute them in a
     parameter list. Only macros of the kept text count; ``-D`` values come first."""
-    from cunumpy.kernels._cuda_types import _add_alias
+    from cunumpy._lang.cuda_types import _add_alias
 
     seen: dict[str, list[str]] = {}
     for name, value in defines:
