@@ -19,8 +19,6 @@ from __future__ import annotations
 import importlib as _importlib
 from typing import Any as _Any
 
-__version__ = "0.1.0"
-
 from cunumpy import config, profiling
 from cunumpy._backend import (
     BackendUnavailableWarning,
@@ -32,6 +30,7 @@ from cunumpy._backend import (
     use_backend,
 )
 from cunumpy._convert import to_cunumpy, to_cupy, to_numpy
+from cunumpy._version import __version__ as __version__
 
 _LAZY_SUBMODULES = ("kernels", "testing", "emulation")
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cunumpy import __version__
+from cunumpy._version import __version__
 from cunumpy.emulation import _cache
 from cunumpy.emulation._toolchain import Compiler, find_compiler
 from cunumpy.emulation.errors import KernelCompileError

@@ -29,7 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cunumpy import __version__, config
+from cunumpy import config
+from cunumpy._version import __version__
 from cunumpy.emulation.errors import UnsafeCacheError
 
 __all__ = [

@@ -142,7 +142,7 @@ def backend_info() -> dict[str, Any]:
     Every unavailable piece carries a ``reason`` saying why. Probing CuPy or MLX imports them
     (only here, never at ``import cunumpy``).
     """
-    from cunumpy import __version__
+    from cunumpy._version import __version__
 
     def setting(read: Any) -> str:
         try:

@@ -1,0 +1,191 @@
+"""The package's layers import downwards only, and no two modules import each other in a circle.
+
+Layers, bottom first (a module may import from its own layer or below):
+
+0. base: ``config``, ``profiling``, ``_backend``, ``_convert``, ``_staging``, ``_version``
+1. ``_lang``: kernel-language text (tokenizer, preprocessor, signatures, type names)
+2. ``emulation``: C++ translation, runtime headers, build, cache, launch
+3. ``_engines``: the seam between front ends and engines
+4. ``kernels``: the front ends (``CudaKernel``, ``MetalKernel``, ``Kernel``)
+5. the ``cunumpy`` namespace itself (``cunumpy/__init__.py``)
+6. ``testing``
+7. ``cli`` (and ``cunumpy/__main__.py``)
+
+Every ``import`` statement counts, at module level or inside a function (a lazy import is still
+a dependency); imports under ``if TYPE_CHECKING:`` do not. ``ALLOWED`` lists the known
+exceptions, each with the reason it is there; an exception that no longer occurs fails the test
+too, so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import cunumpy
+
+SRC = pathlib.Path(cunumpy.__file__).parent
+
+LAYERS = {
+    "config": 0, "profiling": 0, "_backend": 0, "_convert": 0, "_staging": 0, "_version": 0,
+    "_lang": 1, "emulation": 2, "_engines": 3, "kernels": 4, "": 5, "testing": 6, "cli": 7,
+    "__main__": 7,
+}
+NAMES = {value: key or "cunumpy" for key, value in LAYERS.items()}
+
+ALLOWED: set[tuple[str, str]] = {
+    # Upward imports that the engine seam (cunumpy/_engines) removes: the emulators still
+    # implement the kernel layer's engine classes and read front-end objects.
+    ("cunumpy.emulation.cuda", "cunumpy.kernels._cuda_engines"),
+    ("cunumpy.emulation.cuda", "cunumpy.kernels.cuda"),
+    ("cunumpy.emulation.cuda", "cunumpy.kernels._cuda_outputs"),  # output poisoning: a check
+    # Cycles inside a layer, also removed by the seam.
+    ("cunumpy.kernels._cuda_cupy", "cunumpy.kernels._cuda_engines"),
+    ("cunumpy.kernels._cuda_engines", "cunumpy.kernels._cuda_cupy"),
+}
+"""``(importer, imported)`` pairs tolerated for now; see the comments."""
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["cunumpy", *parts])
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS[parts[1] if len(parts) > 1 else ""]
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: pathlib.Path, module: str, modules: set[str]) -> list[tuple[str, int]]:
+    """``(imported cunumpy module, line)`` for every import in the file, lazy ones included."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base]) if base else ".".join(anchor)
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                found.append((candidate if candidate in modules else base, node.lineno))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return [(name, line) for name, line in found if name in modules]
+
+
+def _graph() -> dict[str, list[tuple[str, int]]]:
+    files = {_module_name(p): p for p in SRC.rglob("*.py")}
+    modules = set(files)
+    return {name: _imports(path, name, modules) for name, path in sorted(files.items())}
+
+
+def test_every_module_has_a_layer():
+    for module in _graph():
+        _layer(module)  # KeyError names a module outside every layer
+
+
+def test_imports_go_downwards_only():
+    used: set[tuple[str, str]] = set()
+    wrong = []
+    for module, imports in _graph().items():
+        for target, line in imports:
+            if _layer(target) <= _layer(module):
+                continue
+            if (module, target) in ALLOWED:
+                used.add((module, target))
+                continue
+            wrong.append(
+                f"{module}:{line} imports {target} (layer {NAMES[_layer(module)]} may not "
+                f"import from layer {NAMES[_layer(target)]})"
+            )
+    assert not wrong, "upward imports:\n" + "\n".join(wrong)
+    stale = {pair for pair in ALLOWED if _layer(pair[1]) > _layer(pair[0])} - used
+    assert not stale, f"allowed upward imports that no longer occur (remove them): {stale}"
+
+
+def _cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    edges = {m: sorted({t for t, _ in imports if t != m and (m, t) not in ALLOWED})
+             for m, imports in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in edges[node]:
+            if succ not in index:
+                connect(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for node in edges:
+        if node not in index:
+            connect(node)
+    return out
+
+
+def _is_package_init(module: str) -> bool:
+    return (SRC / pathlib.Path(*module.split(".")[1:]) / "__init__.py").exists()
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    # A package's __init__ re-exporting its own modules is not a cycle of dependencies: a
+    # module importing a name from its package's __init__ is reported as an import of the
+    # package, and the package imports the module. Drop the edges from a package's __init__
+    # to the modules inside it.
+    pruned = {
+        module: [(t, line) for t, line in imports
+                 if not (_is_package_init(module) and t.startswith(module + "."))]
+        for module, imports in graph.items()
+    }
+    cycles = _cycles(pruned)
+    lines: list[str] = []
+    for component in cycles:
+        members = set(component)
+        for module in component:
+            lines.extend(sorted({f"  {module}:{line} imports {t}"
+                                 for t, line in pruned[module] if t in members and t != module}))
+    assert not cycles, "import cycles:\n" + "\n".join(lines)
+
+
+def test_every_allowed_exception_still_occurs():
+    edges = {(module, target) for module, imports in _graph().items() for target, _ in imports}
+    stale = ALLOWED - edges
+    assert not stale, f"ALLOWED lists imports that no longer occur (remove them): {sorted(stale)}"
