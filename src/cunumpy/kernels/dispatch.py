@@ -33,18 +33,44 @@ is built once, at construction.
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-import operator
-import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from cunumpy import config, profiling
 from cunumpy._backend import _state as _backend_state
+from cunumpy.kernels._dispatch_args import (
+    _HOST_TYPES,
+    _cuda_params,
+    _getter,
+    _given,
+    _has_device,
+    _host_params,
+    _only,
+    _python_function,
+    _resolve_metal_name,
+)
+from cunumpy.kernels._dispatch_settings import (
+    _KERNEL_PORT,
+    PORTS,
+    _check_port,
+    _env_cache,
+    _metal_from_environment,
+    _metal_setting,
+    _port_from_environment,
+    _port_setting,
+    _read_kernel_port,
+    _read_metal_engine,
+    _read_use_metal,
+    force_port,
+    forced_port,
+    metal_dispatch_enabled,
+    set_metal_dispatch,
+    use_metal,
+    use_port,
+)
 
 __all__ = [
     "PORTS",
@@ -60,23 +86,12 @@ __all__ = [
     "use_port",
 ]
 
-PORTS = ("host", "cuda", "metal")
-"""The versions a :class:`Kernel` holds, by name."""
-
 _MISSING_POLICIES = ("raise", "fallback")
 _CUDA_KEYS = frozenset(("n_threads", "grid", "block", "shared_mem", "stream", "check_finite"))
 """Launch keywords the CUDA port takes."""
 _METAL_KEYS = frozenset(("n_threads", "template"))
 """Launch keywords the Metal port takes."""
 _LAUNCH_KEYS = _CUDA_KEYS | _METAL_KEYS
-_HOST_TYPES = frozenset((
-    np.ndarray, int, float, bool, complex, np.float16, np.float32, np.float64, np.complex64,
-    np.complex128, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-    np.uint64, np.bool_,
-))
-"""Argument classes that are certainly not device arrays (checked first, for speed)."""
-
-
 class MissingPortError(RuntimeError):
     """A call needs a port (CUDA or Metal) that the :class:`Kernel` was not given."""
 
@@ -87,269 +102,6 @@ class PortFallbackWarning(RuntimeWarning):
 
 class SignatureMismatchError(TypeError):
     """A port's parameter names do not match the host kernel's."""
-
-
-# ------------------------------------------------------------------------------------ settings
-# CUNUMPY_USE_METAL, CUNUMPY_METAL_ENGINE and CUNUMPY_KERNEL_PORT are read at every call through
-# config's fast reader (the raw values) and decoded again, by config, only when they change.
-_read_use_metal = config.raw_reader("CUNUMPY_USE_METAL")
-_read_metal_engine = config.raw_reader("CUNUMPY_METAL_ENGINE")
-_read_kernel_port = config.raw_reader("CUNUMPY_KERNEL_PORT")
-_KERNEL_PORT = "CUNUMPY_KERNEL_PORT"
-
-_metal_setting: list[bool | None] = [None]
-"""The value given to :func:`set_metal_dispatch` / :func:`use_metal`; None: automatic."""
-_port_setting: list[str | None] = [None]
-"""The port given to :func:`force_port` / :func:`use_port`; None: no forcing by function."""
-_env_cache: list[Any] = [object(), object(), None, None]
-"""Raw (CUNUMPY_USE_METAL, CUNUMPY_METAL_ENGINE) last seen and the decision they gave."""
-_port_env_cache: list[Any] = [object(), None]
-"""Raw CUNUMPY_KERNEL_PORT last seen and the port it named."""
-
-
-def _decode(raw: Any) -> str:
-    return (os.fsdecode(raw) if isinstance(raw, bytes) else raw).strip().lower()
-
-
-def _metal_from_environment() -> bool:
-    """Metal dispatch as the environment and the hardware decide (no explicit setting)."""
-    raw_use = _read_use_metal()
-    raw_engine = _read_metal_engine()
-    cache = _env_cache
-    if raw_use is cache[0] and raw_engine is cache[1]:
-        return cache[2]
-    decision = config.use_metal()
-    if decision is None:
-        if raw_engine is not None and _decode(raw_engine) == "emulator":
-            decision = True
-        else:
-            from cunumpy.kernels._availability import metal_available
-
-            decision = metal_available()
-    cache[0], cache[1], cache[2] = raw_use, raw_engine, decision
-    return decision
-
-
-def metal_dispatch_enabled() -> bool:
-    """Whether :class:`Kernel` calls on NumPy arrays go to the Metal port now.
-
-    In order: the value given to :func:`set_metal_dispatch` / :func:`use_metal` if not None;
-    then ``CUNUMPY_USE_METAL`` (``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``);
-    then automatic (unset or ``auto``): True when ``CUNUMPY_METAL_ENGINE=emulator`` or when
-    :func:`~cunumpy.kernels.metal_available` (an Apple GPU with MLX).
-    """
-    explicit = _metal_setting[0]
-    return _metal_from_environment() if explicit is None else explicit
-
-
-def set_metal_dispatch(enabled: bool | None) -> bool | None:
-    """Turn Metal dispatch on (True), off (False) or back to automatic (None) for the process.
-
-    Returns the previous setting, so it can be restored. See :func:`metal_dispatch_enabled`.
-    """
-    if enabled is not None and not isinstance(enabled, (bool, np.bool_)):
-        raise TypeError(f"set_metal_dispatch takes True, False or None, got {enabled!r}")
-    previous = _metal_setting[0]
-    _metal_setting[0] = None if enabled is None else bool(enabled)
-    return previous
-
-
-@contextlib.contextmanager
-def use_metal(enabled: bool | None = True) -> Iterator[None]:
-    """Inside the block, Metal dispatch is ``enabled`` (True, False or None = automatic).
-
-    The previous setting comes back on exit, also when the block raises.
-
-    Examples
-    --------
-    >>> import cunumpy as xp
-    >>> with xp.kernels.use_metal(False):
-    ...     xp.kernels.metal_dispatch_enabled()
-    False
-    """
-    previous = set_metal_dispatch(enabled)
-    try:
-        yield
-    finally:
-        _metal_setting[0] = previous
-
-
-def _check_port(port: Any, what: str) -> str | None:
-    if port is None:
-        return None
-    if not isinstance(port, str) or port.lower() not in PORTS:
-        raise ValueError(f"{what} {port!r} is not a port; valid ports are {', '.join(PORTS)}")
-    return port.lower()
-
-
-def _port_from_environment() -> str | None:
-    raw = _read_kernel_port()
-    cache = _port_env_cache
-    if raw is cache[0]:
-        return cache[1]
-    port = config.kernel_port()
-    cache[0], cache[1] = raw, port
-    return port
-
-
-def forced_port() -> str | None:
-    """The port every :class:`Kernel` call is sent to now, or None (dispatch by arguments).
-
-    The value given to :func:`force_port` / :func:`use_port` if not None, else
-    ``CUNUMPY_KERNEL_PORT`` (``host``, ``cuda``, ``metal``; unset or ``auto``: None).
-    """
-    port = _port_setting[0]
-    return _port_from_environment() if port is None else port
-
-
-def force_port(port: str | None) -> str | None:
-    """Send every :class:`Kernel` call to ``port`` (``"host"``, ``"cuda"``, ``"metal"``).
-
-    ``None`` goes back to dispatch by arguments (or ``CUNUMPY_KERNEL_PORT``). Returns the
-    previous setting. A forced port that a kernel lacks follows that kernel's ``missing``
-    policy. Forcing ``"cuda"`` on NumPy arrays needs the CUDA emulator
-    (``CUNUMPY_CUDA_ENGINE=emulator``).
-    """
-    checked = _check_port(port, "force_port got")
-    previous = _port_setting[0]
-    _port_setting[0] = checked
-    return previous
-
-
-@contextlib.contextmanager
-def use_port(port: str | None) -> Iterator[None]:
-    """Inside the block, every :class:`Kernel` call goes to ``port`` (see :func:`force_port`).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import cunumpy as xp
-    >>> def double(x, y):
-    ...     y[:] = 2 * x
-    >>> k = xp.kernels.Kernel(double)
-    >>> with xp.kernels.use_port("host"):
-    ...     k.which(np.ones(2), np.empty(2))
-    'host'
-    """
-    previous = force_port(port)
-    try:
-        yield
-    finally:
-        _port_setting[0] = previous
-
-
-# ------------------------------------------------------------------------------- introspection
-def _python_function(host: Any) -> Callable[..., Any]:
-    """The Python function behind ``host``: itself, or a Numba dispatcher's ``py_func``."""
-    py_func = getattr(host, "py_func", None)
-    if py_func is not None and type(host).__module__.split(".")[0] == "numba":
-        return py_func
-    return host
-
-
-def _host_params(host: Any, tag: str) -> tuple[str, ...]:
-    if not callable(host):
-        raise TypeError(f"{tag} host kernel must be callable, got {type(host).__name__}")
-    func = _python_function(host)
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{tag} cannot read the host kernel's parameter names ({exc}); pass a Python "
-            "function or a Numba @njit function"
-        ) from exc
-    names = []
-    for p in signature.parameters.values():
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        elif p.kind is p.VAR_POSITIONAL:
-            raise TypeError(
-                f"{tag} host kernel takes *{p.name}; a Kernel matches ports to the host's "
-                "parameters by name, so name every parameter"
-            )
-        elif p.default is p.empty and p.kind is p.KEYWORD_ONLY:
-            raise TypeError(
-                f"{tag} host kernel has a keyword-only parameter {p.name!r} without a default; "
-                "a Kernel passes arguments by position only"
-            )
-    return tuple(names)
-
-
-def _cuda_params(port: Any) -> tuple[Any, ...] | None:
-    """The CUDA port's parameters (objects with ``.name``), or None when not known."""
-    params = getattr(port, "params", None)
-    if params:
-        return tuple(params)
-    names = getattr(port, "param_names", None)
-    if names:
-        return tuple(_Named(n) for n in names)
-    return None
-
-
-class _Named:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-def _resolve_metal_name(name: str, role: str, host: tuple[str, ...]) -> str | None:
-    """The host parameter a Metal input/output name stands for (see :class:`Kernel`)."""
-    if name in host:
-        return name
-    suffix = "_in" if role == "input" else "_out"
-    if name.endswith(suffix) and name[: -len(suffix)] in host:
-        return name[: -len(suffix)]
-    return None
-
-
-def _getter(indices: tuple[int, ...], as_tuple: bool) -> Callable[[tuple], Any]:
-    """A fast function picking ``indices`` from the argument tuple."""
-    if not indices:
-        return lambda args: ()
-    if len(indices) == 1:
-        (i,) = indices
-        if as_tuple:
-            return lambda args: (args[i],)
-        return operator.itemgetter(i)
-    return operator.itemgetter(*indices)
-
-
-def _has_device(args: tuple) -> bool:
-    """True when an argument is device memory (has ``__cuda_array_interface__``)."""
-    for a in args:
-        cls = a.__class__
-        if cls in _HOST_TYPES:
-            continue
-        if hasattr(cls, "__cuda_array_interface__") or hasattr(a, "__cuda_array_interface__"):
-            return True
-    return False
-
-
-def _given(n_threads: Any, template: Any, grid: Any, block: Any, shared_mem: Any, stream: Any,
-           check_finite: Any) -> dict[str, Any]:
-    """The launch keywords of a call that differ from their defaults, as a dict."""
-    launch: dict[str, Any] = {}
-    if n_threads is not None:
-        launch["n_threads"] = n_threads
-    if template is not None:
-        launch["template"] = template
-    if grid is not None:
-        launch["grid"] = grid
-    if block is not None:
-        launch["block"] = block
-    if not (isinstance(shared_mem, int) and shared_mem == 0):
-        launch["shared_mem"] = shared_mem
-    if stream is not None:
-        launch["stream"] = stream
-    if check_finite is not False:
-        launch["check_finite"] = check_finite
-    return launch
-
-
-def _only(launch: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
-    """The launch keywords a port takes."""
-    return {k: v for k, v in launch.items() if k in keys}
 
 
 def _rebuild(host: Any, cuda: Any, metal: Any, name: str, missing: str, check: bool) -> Kernel:
