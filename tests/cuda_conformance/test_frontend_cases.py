@@ -20,10 +20,11 @@ def _flat(value: np.ndarray) -> np.ndarray:
 
 def test_ids_are_unique_and_distinct_from_cases_py() -> None:
     from .cases import CASES as MAIN
+    from .cases_launch import CASES as LAUNCH
 
     ids = [c.id for c in CASES]
     assert len(set(ids)) == len(ids) >= 12
-    assert not set(ids) & {c.id for c in MAIN}
+    assert not set(ids) & {c.id for c in MAIN + LAUNCH}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
