@@ -1,7 +1,7 @@
 """MetalKernel against its spec (shared/spec/metal-kernel.md), sentence by sentence.
 
 Launch tests take the ``metal_engine`` fixture: they run on the CPU emulator everywhere and,
-unchanged, on a real Apple GPU where ``metal_available()`` (``pytest tests/unit/test_metal_kernel.py
+unchanged, on a real Apple GPU where ``metal_available()`` (``pytest tests/kernels/test_metal_kernel.py
 -rs`` shows why the mlx cases skip). Tests without the fixture check the front end alone.
 """
 
