@@ -1,0 +1,30 @@
+#include "cn_cuda.h"
+#line 1 "reverse.cu"
+
+extern "C++" __global__ void reverse(int n, cn::ptr<const int> x, cn::ptr<int> y) {
+    auto buf = ::cn::cuda::dynamic_shared<int, 0, 0, true>();
+    int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    if (i < n) ::cn::cuda::at_site(buf, __LINE__, __FILE__)[t] = ::cn::cuda::at_site(x, __LINE__, __FILE__)[i];
+    __syncthreads();
+    int j = blockIdx.x * blockDim.x + (blockDim.x - 1 - t);
+    if (j < n) ::cn::cuda::at_site(y, __LINE__, __FILE__)[i] = ::cn::cuda::at_site(buf, __LINE__, __FILE__)[blockDim.x - 1 - t];
+}
+
+#line 1 "cn-launch"
+CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
+  if (d->abi != CN_ABI_VERSION || d->nbuffers != 4) return -2;
+  const long long* cn_meta = static_cast<const long long*>(d->buffers[3].data);
+  ::cn::cuda::dynamic_shared_bytes = cn_meta[0];
+  ::cn::cuda::ub_mode = d->buffers[3].extent >= 24 ? cn_meta[1] : 0;
+  ::cn::cuda::ub_report = d->buffers[3].extent >= 24 ? reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;
+  const ::cn::cuda::ValArg a0{d->buffers[0].data, d->buffers[0].extent, "n"};
+  const ::cn::cuda::PtrArg a1{d->buffers[1].data, d->buffers[1].extent, 1};
+  const ::cn::cuda::PtrArg a2{d->buffers[2].data, d->buffers[2].extent, 2};
+  auto cn_fn = [&](const cn::ThreadInfo& t) {
+    ::cn::g.cur = &t;
+    reverse(a0, a1, a2);
+  };
+  int rc = cn::run_grid<true, true>(d, 1, cn_fn);
+  std::fflush(stdout);
+  return rc;
+}

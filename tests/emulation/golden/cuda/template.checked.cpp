@@ -1,0 +1,30 @@
+#include "cn_cuda.h"
+#line 1 "scale_pow.cu"
+
+template <typename T, int N>
+__global__ void scale_pow( cn::ptr<const T> x, cn::ptr<T> y, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    T v = ::cn::cuda::at_site(x, __LINE__, __FILE__)[i], r = 1;
+    for (int k = 0; k < N; ++k) r *= v;
+    ::cn::cuda::at_site(y, __LINE__, __FILE__)[i] = r;
+}
+
+#line 1 "cn-launch"
+CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
+  if (d->abi != CN_ABI_VERSION || d->nbuffers != 4) return -2;
+  const long long* cn_meta = static_cast<const long long*>(d->buffers[3].data);
+  ::cn::cuda::dynamic_shared_bytes = cn_meta[0];
+  ::cn::cuda::ub_mode = d->buffers[3].extent >= 24 ? cn_meta[1] : 0;
+  ::cn::cuda::ub_report = d->buffers[3].extent >= 24 ? reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;
+  const ::cn::cuda::PtrArg a0{d->buffers[0].data, d->buffers[0].extent, 0};
+  const ::cn::cuda::PtrArg a1{d->buffers[1].data, d->buffers[1].extent, 1};
+  const ::cn::cuda::ValArg a2{d->buffers[2].data, d->buffers[2].extent, "n"};
+  auto cn_fn = [&](const cn::ThreadInfo& t) {
+    ::cn::g.cur = &t;
+    scale_pow<double, 3>(a0, a1, a2);
+  };
+  int rc = cn::run_grid<false, true>(d, 0, cn_fn);
+  std::fflush(stdout);
+  return rc;
+}

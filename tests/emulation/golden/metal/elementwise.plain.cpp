@@ -1,0 +1,24 @@
+#include "cn_metal.h"
+#line 1 "header"
+
+#line 1 "wrapper"
+static inline void custom_kernel_elementwise(
+    const float* x,
+    float* __restrict__ y,
+    uint3 thread_position_in_grid) {
+#line 1 "body"
+
+    uint i = thread_position_in_grid.x;
+    y[i] = metal::exp(x[i]) * 2.0f;
+}
+#line 1 "launch"
+CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
+  if (d->abi != CN_ABI_VERSION || d->nbuffers != 2) return -2;
+  const float* b0 = static_cast<const float*>(d->buffers[0].data);
+  float* __restrict__ b1 = static_cast<float*>(d->buffers[1].data);
+  auto cn_fn = [&](const cn::ThreadInfo& t) {
+    custom_kernel_elementwise(b0, b1, cn::msl::thread_position_in_grid(t));
+  };
+  (void)cn_fn;
+  return cn::run_grid<false, false>(d, 0, cn_fn);
+}
