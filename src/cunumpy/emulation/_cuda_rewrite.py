@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy.emulation._rewrite import (
     SharedDecl,
     Token,
@@ -119,7 +120,6 @@ _REFUSED = {
     "cuda/": "libcu++ extensions (cuda::)",
 }
 
-_INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"][^\n]*$', re.MULTILINE)
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b[^\n]*$", re.MULTILINE)
 
 
@@ -152,7 +152,7 @@ def inline_includes(
         out: list[str] = []
         pos = 0
         skipped = inactive_spans(src, defines)
-        for m in _INCLUDE_LINE.finditer(src):
+        for m in scan_includes(src):
             quote, rel = m.group(1), m.group(2).strip()
             if any(a <= m.start() < b for a, b in skipped):
                 continue  # the compiler skips it too
@@ -170,11 +170,7 @@ def inline_includes(
                     f"{prefix} includes <{rel}>: {what} are not supported by the CUDA "
                     "emulator (emu-cuda); run this kernel on a GPU (engine='cupy')"
                 )
-            candidates = []
-            if quote == '"' and folder is not None:
-                candidates.append(folder / rel)
-            candidates.extend(Path(d) / rel for d in include_dirs)
-            found = next((c.resolve() for c in candidates if c.is_file()), None)
+            found = find_include(rel, quote, folder, include_dirs)
             if found is None:
                 if rel in _PROVIDED or rel.startswith("crt/"):
                     out.append("")  # cn_cuda.h provides it

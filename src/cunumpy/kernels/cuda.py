@@ -32,6 +32,7 @@ from cunumpy._lang.cuda_signature import (
     parse_signature,
     split_template_name,
 )
+from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy.kernels._cuda_args import check_array, check_scalar
 from cunumpy.kernels._cuda_args import describe as _describe
 from cunumpy.kernels._cuda_engines import (
@@ -51,7 +52,6 @@ __all__ = ["CudaKernel", "LaunchConfig"]
 _NVRTC_INCLUDE = Path(__file__).resolve().parent / "nvrtc_include"
 """Empty stand-ins for <cuda.h>, <cuda_runtime.h> and the like, searched by NVRTC."""
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
 
 
 class LaunchConfig(NamedTuple):
@@ -390,20 +390,12 @@ class CudaKernel:
         seen: set[Path] = set()
 
         def visit(text: str, here: Path | None) -> None:
-            for m in _INCLUDE.finditer(text):
-                quote, rel = m.group(1), m.group(2).strip()
-                candidates = []
-                if quote == '"' and here is not None:
-                    candidates.append(here / rel)
-                candidates.extend(Path(d) / rel for d in self.include_dirs)
-                for c in candidates:
-                    if c.is_file():
-                        c = c.resolve()
-                        if c not in seen:
-                            seen.add(c)
-                            found.append(c)
-                            visit(c.read_text(errors="replace"), c.parent)
-                        break
+            for m in scan_includes(text):
+                c = find_include(m.group(2).strip(), m.group(1), here, self.include_dirs)
+                if c is not None and c not in seen:
+                    seen.add(c)
+                    found.append(c)
+                    visit(c.read_text(errors="replace"), c.parent)
 
         start = Path(self._source_path).resolve().parent if self._source_path else None
         visit(self._source, start)
