@@ -72,7 +72,6 @@ from __future__ import annotations
 
 import ctypes
 import random
-import re
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -87,6 +86,7 @@ from cunumpy._lang.cuda_preprocess import active_text, defines_from_options
 from cunumpy._lang.cuda_signature import C_TYPES, CudaParam
 from cunumpy.emulation import _build, _launch
 from cunumpy.emulation._cuda_names import rename_user_typedefs
+from cunumpy.emulation._cuda_qualifiers import _noinline_qualifiers
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
@@ -259,26 +259,6 @@ class Generated:
     fibers: bool
     texts: dict[str, str] = field(compare=False, hash=False)
     """The user's files by ``#line`` name (for compile messages)."""
-
-
-_NOINLINE = re.compile(r"\b__noinline__\b")
-
-
-def _noinline_qualifiers(text: str) -> str:
-    """CUDA's ``__noinline__`` qualifier as GCC's attribute, in the kernel's own text only.
-
-    It cannot be a macro in the runtime: libstdc++ 13 writes ``__attribute__((__noinline__))``
-    in its headers, which the macro would break. A ``__noinline__`` right after ``(`` or ``,``
-    is already GCC's own attribute spelling and stays as it is.
-    """
-    if "__noinline__" not in text:
-        return text
-
-    def replace(match: re.Match[str]) -> str:
-        before = text[: match.start()].rstrip()
-        return match.group(0) if before.endswith(("(", ",")) else "__attribute__((noinline))"
-
-    return _NOINLINE.sub(replace, text)
 
 
 def generate_source(
