@@ -46,12 +46,12 @@ def test_backend_info_is_json_serialisable():
 @pytest.fixture
 def statuses(monkeypatch):
     """Engine availability as this test says, whatever the machine has."""
-    from cunumpy.kernels import _availability
+    from cunumpy._engines import _table
 
     table = {"numpy": (True, "numpy"), "numba": (False, "no numba (test)"),
              "cupy": (False, "CuPy is not installed (test)"), "emu-cuda": (True, "emu ok (test)"),
              "mlx": (False, "MLX has no Metal GPU here (test)"), "emu-metal": (True, "emu ok")}
-    monkeypatch.setattr(_availability, "kernel_engine_status", lambda name: table[name])
+    monkeypatch.setattr(_table, "engine_status", lambda name: table[name])
     for var in ("CUNUMPY_CUDA_ENGINE", "CUNUMPY_METAL_ENGINE"):
         monkeypatch.delenv(var, raising=False)
     return table

@@ -15,7 +15,10 @@ import cunumpy._backend
 import cunumpy.kernels._availability as availability
 
 cunumpy._backend._cupy_status = (False, "no CUDA device (test)")
+import cunumpy._engines._status as status
+
 availability.metal_status = lambda: (False, "no Metal GPU (test)", None)
+status.mlx_status = lambda: (False, "no Metal GPU (test)", None)
 """
 
 _TESTS = """

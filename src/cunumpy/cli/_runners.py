@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from cunumpy._engines import _table
 from cunumpy.profiling import count_transfers
 
 __all__ = [
@@ -36,27 +37,17 @@ __all__ = [
     "run",
 ]
 
-ENGINES = ("numpy", "numba", "cupy", "emu-cuda", "mlx", "emu-metal")
-"""Every engine the demo and the benchmark know, in the order they are shown."""
+_HOST_ENGINES = {"numpy": "host, NumPy", "numba": "host, Numba"}
 
-FAMILY = {
-    "numpy": "host",
-    "numba": "host",
-    "cupy": "cuda",
-    "emu-cuda": "cuda",
-    "mlx": "metal",
-    "emu-metal": "metal",
-}
-LABELS = {
-    "numpy": "host, NumPy",
-    "numba": "host, Numba",
-    "cupy": "CUDA, CuPy (GPU)",
-    "emu-cuda": "CUDA, CPU emulator",
-    "mlx": "Metal, MLX (GPU)",
-    "emu-metal": "Metal, CPU emulator",
-}
-EMULATED = frozenset({"emu-cuda", "emu-metal"})
-REAL_GPU = frozenset({"cupy", "mlx"})
+ENGINES = (*_HOST_ENGINES, *_table.ENGINES)
+"""Every engine the demo and the benchmark know, in the order they are shown: the host
+engines, then the kernel engines of the engine table."""
+
+FAMILY = {**dict.fromkeys(_HOST_ENGINES, "host"),
+          **{n: r.dialect for n, r in _table.ENGINES.items()}}
+LABELS = {**_HOST_ENGINES, **{n: r.label for n, r in _table.ENGINES.items()}}
+EMULATED = frozenset(n for n, r in _table.ENGINES.items() if not r.gpu)
+REAL_GPU = frozenset(n for n, r in _table.ENGINES.items() if r.gpu)
 
 
 # --------------------------------------------------------------------------- availability
@@ -71,10 +62,8 @@ def _status(name: str) -> tuple[bool, str]:
         except Exception as exc:  # a broken install can raise anything
             return False, f"Numba failed to import: {type(exc).__name__}: {exc}"
         return True, f"Numba {numba.__version__}"
-    from cunumpy.kernels._availability import KERNEL_ENGINES, kernel_engine_status
-
-    if name in KERNEL_ENGINES:
-        return kernel_engine_status(name)
+    if name in _table.ENGINES:
+        return tuple(_table.engine_status(name))  # type: ignore[return-value]
     raise ValueError(f"unknown engine {name!r}; known engines: {', '.join(ENGINES)}")
 
 

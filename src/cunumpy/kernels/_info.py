@@ -17,6 +17,7 @@ import numpy as np
 
 from cunumpy import config
 from cunumpy._backend import cupy_status, get_backend
+from cunumpy._engines import _table
 
 __all__ = ["backend_info", "kernel_engine"]
 
@@ -52,9 +53,9 @@ def _cupy_info() -> dict[str, Any]:
 
 
 def _mlx_info() -> dict[str, Any]:
-    from cunumpy.kernels._availability import metal_status
+    from cunumpy._engines._status import mlx_status
 
-    ok, reason, version = metal_status()
+    ok, reason, version = mlx_status()
     return {"installed": version is not None, "version": version, "metal_available": ok,
             "reason": reason}
 
@@ -66,15 +67,14 @@ def _emulation_info() -> dict[str, Any]:
 
 
 _VARIABLES = {"cuda": "CUNUMPY_CUDA_ENGINE", "metal": "CUNUMPY_METAL_ENGINE"}
-_EMULATOR = {"cuda": "emu-cuda", "metal": "emu-metal"}
+_EMULATOR = {row.dialect: row.name for row in _table.ENGINES.values() if not row.gpu}
+"""The CPU emulator of each dialect, from the engine table."""
 
 
 def _engine_ready(name: str, engine: Any) -> tuple[bool, str]:
     """Whether the engine called ``name`` can launch here, and why (not)."""
-    from cunumpy.kernels._availability import KERNEL_ENGINES, kernel_engine_status
-
-    if name in KERNEL_ENGINES:
-        return kernel_engine_status(name)
+    if name in _table.ENGINES:
+        return tuple(_table.engine_status(name))  # type: ignore[return-value]
     check = getattr(engine, "check_available", None)  # an engine the runners do not know
     if check is None:
         return True, f"engine {name!r}"

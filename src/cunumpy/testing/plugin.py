@@ -54,9 +54,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if not ok:
             cuda_skip_or_fail(reason)
     if item.get_closest_marker("requires_metal") is not None:
-        from cunumpy.kernels._availability import metal_status
+        from cunumpy._engines._table import engine_status
 
-        ok, reason, _ = metal_status()
+        ok, reason = engine_status("mlx")
         if not ok:
             metal_skip_or_fail(reason)
 
@@ -77,17 +77,20 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
         yield name
 
 
-def _skip_without_compiler() -> None:
-    """Skip the running test when the CPU emulators have no C++ compiler."""
-    from cunumpy.emulation import CompilerNotFoundError, find_compiler
+def _skip_unless_ready(engine: str) -> None:
+    """Skip (or, for a required GPU, fail) the running test when ``engine`` cannot run here."""
+    from cunumpy._engines._table import engine_status, row
 
-    try:
-        find_compiler()
-    except CompilerNotFoundError as exc:
-        pytest.skip(str(exc))
+    ok, reason = engine_status(engine)
+    if ok:
+        return
+    if not row(engine).gpu:
+        pytest.skip(reason)
+    (cuda_skip_or_fail if row(engine).dialect == "cuda" else metal_skip_or_fail)(reason)
 
 
-@pytest.fixture(params=["mlx", "emulator"])
+# The values are what CUNUMPY_<DIALECT>_ENGINE takes; the ids are the engine table's names.
+@pytest.fixture(params=["mlx", "emulator"], ids=["mlx", "emu-metal"])
 def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once per MetalKernel engine, selected through ``CUNUMPY_METAL_ENGINE``.
 
@@ -95,19 +98,12 @@ def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     needs a C++ compiler.
     """
     name = request.param
-    if name == "mlx":
-        from cunumpy.kernels._availability import metal_status
-
-        ok, reason, _ = metal_status()
-        if not ok:
-            metal_skip_or_fail(reason)
-    else:
-        _skip_without_compiler()
+    _skip_unless_ready("mlx" if name == "mlx" else "emu-metal")
     monkeypatch.setenv("CUNUMPY_METAL_ENGINE", name)
     return name
 
 
-@pytest.fixture(params=["cupy", "emulator"])
+@pytest.fixture(params=["cupy", "emulator"], ids=["cupy", "emu-cuda"])
 def cuda_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once per CudaKernel engine, selected through ``CUNUMPY_CUDA_ENGINE``.
 
@@ -115,14 +111,7 @@ def cuda_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     needs a C++ compiler.
     """
     name = request.param
-    if name == "cupy":
-        from cunumpy._backend import cupy_status
-
-        ok, reason = cupy_status()
-        if not ok:
-            cuda_skip_or_fail(reason)
-    else:
-        _skip_without_compiler()
+    _skip_unless_ready("cupy" if name == "cupy" else "emu-cuda")
     monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", name)
     return name
 
@@ -134,25 +123,15 @@ def kernel_port(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
     port = request.param
     if port != "host":
-        from cunumpy.emulation import CompilerNotFoundError, find_compiler
+        from cunumpy._engines._table import engine_status, select, setting_value
 
-        engine = "emulator"
-        if port == "metal":
-            from cunumpy.kernels._availability import metal_status
-
-            if metal_status()[0]:
-                engine = "mlx"
-        if engine == "emulator":
-            try:
-                find_compiler()
-                if port == "cuda":
-                    from cunumpy.kernels import get_cuda_engine
-
-                    get_cuda_engine("emulator")
-            except (CompilerNotFoundError, RuntimeError) as exc:
-                pytest.skip(f"the {port} port cannot run here: {exc}")
+        # The CUDA port on the CPU emulator; the Metal port on a Metal GPU when there is one.
+        engine = select("metal", "auto") if port == "metal" else "emu-cuda"
+        ok, reason = engine_status(engine)
+        if not ok:
+            pytest.skip(f"the {port} port cannot run here: {reason}")
         var = "CUNUMPY_CUDA_ENGINE" if port == "cuda" else "CUNUMPY_METAL_ENGINE"
-        monkeypatch.setenv(var, engine)
+        monkeypatch.setenv(var, setting_value(engine))
     with use_port(port):
         yield port
 
