@@ -8,9 +8,9 @@ for the rest of the process.
 - :mod:`cunumpy.emulation.metal`: the Metal engine (``run_metal``), what it checks and what not.
 - :mod:`cunumpy.emulation.cuda`: the CUDA engine (``emu-cuda``; ``CUNUMPY_CUDA_ENGINE=emulator``),
   what it checks and what not; :func:`emulate_cuda_kernel` runs one CudaKernel launch on it.
-- :class:`EmulatorOptions`: checks, random threadgroup order, isolated (child-process) launches;
-  defaults from ``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``,
-  ``CUNUMPY_EMULATOR_ISOLATED``.
+- :class:`EmulatorOptions`: checks, data-race checking, random threadgroup order, isolated
+  (child-process) launches, strict barriers; defaults from ``CUNUMPY_EMULATOR_CHECKS``,
+  ``CUNUMPY_EMULATOR_RACES``, ``CUNUMPY_EMULATOR_ORDER``, ``CUNUMPY_EMULATOR_ISOLATED``.
 - :mod:`cunumpy.emulation.errors`: the exceptions (all subclasses of :class:`EmulationError`).
 
 Importing this package neither runs nor looks for a compiler; the first launch does.
@@ -28,6 +28,7 @@ from cunumpy.emulation._toolchain import (
 )
 from cunumpy.emulation.errors import (
     BarrierDivergenceError,
+    DataRaceError,
     EmulationError,
     EmulatorWarning,
     InactiveLaneError,
@@ -43,6 +44,7 @@ __all__ = [
     "CacheCorruptWarning",
     "Compiler",
     "CompilerNotFoundError",
+    "DataRaceError",
     "EmulationError",
     "EmulatorOptions",
     "EmulatorWarning",

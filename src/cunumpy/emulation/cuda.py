@@ -345,7 +345,9 @@ def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:
 _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 
-def _build_variant(program: CudaProgram, gen: Generated, checks: bool) -> _build.Library:
+def _build_variant(
+    program: CudaProgram, gen: Generated, checks: bool, races: bool = False
+) -> _build.Library:
     try:
         return _build.build_library(
             gen.source,
@@ -354,6 +356,7 @@ def _build_variant(program: CudaProgram, gen: Generated, checks: bool) -> _build
             checks=checks,
             prefix=program.prefix,
             user_text={},
+            races=races,
         )
     except EmuCudaCompileError:
         raise
@@ -364,28 +367,30 @@ def _build_variant(program: CudaProgram, gen: Generated, checks: bool) -> _build
         ) from exc
 
 
-_RECENT: dict[tuple[int, bool, str | None], tuple[CudaProgram, Generated, _build.Library]] = {}
+_RECENT: dict[tuple[int, bool, bool, str | None], tuple[CudaProgram, Generated, _build.Library]] = {}
 """The same lookups by program identity (hashing a program costs more than a small launch)."""
 
 
-def _variant(program: CudaProgram, checks: bool) -> tuple[Generated, _build.Library]:
+def _variant(
+    program: CudaProgram, checks: bool, races: bool = False
+) -> tuple[Generated, _build.Library]:
     root = config.cache_dir_override()
-    fast = _RECENT.get((id(program), checks, root))
+    fast = _RECENT.get((id(program), checks, races, root))
     if fast is not None and fast[0] is program:
         return fast[1], fast[2]
-    memo = (program, checks, root)
+    memo = (program, checks, races, root)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         if len(_RECENT) > 1024:
             _RECENT.clear()
-        _RECENT[(id(program), checks, root)] = (program, *hit)
+        _RECENT[(id(program), checks, races, root)] = (program, *hit)
         return hit
     levels = ("all", "kernel", "none") if checks else ("none",)
     first_error: EmuCudaCompileError | None = None
     for level in levels:
         gen = generate_source(program, checks=checks, checked_pointers=level)
         try:
-            lib = _build_variant(program, gen, checks)
+            lib = _build_variant(program, gen, checks, races)
         except EmuCudaCompileError as exc:
             # Checked pointers are class objects: a template taking `T*` cannot deduce T from
             # them. Retry with fewer of them; an error that remains is the kernel's own.
@@ -406,7 +411,7 @@ def _variant(program: CudaProgram, checks: bool) -> tuple[Generated, _build.Libr
             stacklevel=4,
         )
     _VARIANTS[memo] = (gen, lib)
-    _RECENT[(id(program), checks, root)] = (program, gen, lib)
+    _RECENT[(id(program), checks, races, root)] = (program, gen, lib)
     return gen, lib
 
 
@@ -487,7 +492,8 @@ def _buffers(
                     "is not const"
                 )
             out.append(_launch.BufferArg(
-                _label(p.name, value), value.__array_interface__["data"][0], value.nbytes, value
+                _label(p.name, value), value.__array_interface__["data"][0], value.nbytes, value,
+                nbytes=value.nbytes, itemsize=value.itemsize, track=not p.const,
             ))
         else:
             arr = _value_bytes(program, p, value)
@@ -588,11 +594,12 @@ def run_cuda(
             program.prefix,
         )
         return
-    gen, lib = _variant(program, opts.checks)
+    gen, lib = _variant(program, opts.checks, bool(opts.races))
     buffers = _buffers(program, args, int(shared_mem))
     _launch.launch(
         lib, DIALECT, program.name, buffers, threads, b,
         random_order=opts.random_order, seed=opts.seed,
+        races=bool(opts.races), strict_barriers=opts.strict_barriers,
         shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic else gen.shared,
     )
 

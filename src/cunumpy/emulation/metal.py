@@ -54,7 +54,7 @@ import numbers
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -81,6 +81,9 @@ DIALECT = _launch.Dialect(
     lanes="SIMD-group",
     shared_limit=32768,
     simd_width=32,
+    barrier="threadgroup_barrier(mem_flags::mem_threadgroup)",
+    device_barrier="threadgroup_barrier(mem_flags::mem_device)",
+    lane_sync="simdgroup_barrier(mem_flags::mem_threadgroup)",
 )
 
 MAX_THREADS_PER_GROUP = 1024
@@ -259,7 +262,8 @@ def _buffers(
         if p.kind == "output":
             out = outputs[p.arg]
             slots[p.buffer] = _launch.BufferArg(
-                partial(_label, "output", p.name, out), out.ctypes.data, out.size, out
+                partial(_label, "output", p.name, out), out.ctypes.data, out.size, out,
+                nbytes=out.nbytes, itemsize=out.itemsize, track=True,
             )
             continue
         arr, extent, strides = prepared[p.arg]
@@ -321,18 +325,20 @@ def _check_outputs(name: str, signature: MetalSignature, outputs: Sequence[np.nd
 _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 
-def _memo_key(signature: MetalSignature, checks: bool) -> tuple[Any, ...]:
+def _memo_key(signature: MetalSignature, checks: bool, races: bool = False) -> tuple[Any, ...]:
     """The in-process key of a compiled variant.
 
     Signatures compare template values with ``==``, and ``True == 1``: the value types are part of
     the key so a ``bool N`` variant is never served for an ``int N`` one.
     """
     types = tuple(type(v) for _, v in signature.template)
-    return (signature, types, checks, config.cache_dir_override())
+    return (signature, types, checks, races, config.cache_dir_override())
 
 
-def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build.Library]:
-    memo = _memo_key(signature, checks)
+def _variant(
+    signature: MetalSignature, checks: bool, races: bool = False
+) -> tuple[Generated, _build.Library]:
+    memo = _memo_key(signature, checks, races)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         return hit
@@ -346,6 +352,7 @@ def _variant(signature: MetalSignature, checks: bool) -> tuple[Generated, _build
             checks=checks,
             prefix=DIALECT.prefix(signature.name),
             user_text={"body": signature.source, "header": signature.header or ""},
+            races=races,
         )
 
     try:
@@ -442,13 +449,12 @@ def run_metal(
         run_isolated(
             "cunumpy.emulation.metal:run_metal",
             (signature, list(inputs), list(outputs), g, t),
-            {"init_value": init_value,
-             "options": EmulatorOptions(opts.checks, opts.random_order, opts.seed, False)},
+            {"init_value": init_value, "options": replace(opts, isolated=False)},
             outputs,
             DIALECT.prefix(name),
         )
         return
-    gen, lib = _variant(signature, opts.checks)
+    gen, lib = _variant(signature, opts.checks, bool(opts.races))
     buffers = _buffers(signature, inputs, outputs)
     poisoned = opts.checks and init_value is None
 
@@ -459,6 +465,7 @@ def run_metal(
         _launch.launch(
             lib, DIALECT, name, buffers, g, t,
             random_order=opts.random_order, seed=opts.seed, shared=gen.shared,
+            races=bool(opts.races), strict_barriers=opts.strict_barriers,
         )
 
     once(0)

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <new>
 #include <type_traits>
 #include <sys/mman.h>
@@ -41,7 +42,7 @@
 #endif
 
 #define CN_EXPORT extern "C" __attribute__((visibility("default")))
-#define CN_ABI_VERSION 1
+#define CN_ABI_VERSION 2
 
 namespace cn {
 
@@ -56,7 +57,15 @@ enum ErrorKind : int32_t {
   ERR_INACTIVE_LANE = 3,  // lane exchange read a lane that is not taking part
   ERR_SHARED_LIMIT = 4,   // shared (threadgroup) memory over the dialect's limit (fatal)
   ERR_INTERNAL = 5,       // emulator misuse (fatal)
+  ERR_RACE = 6,           // data race between two threads (race-checking builds)
 };
+
+enum LaunchFlags : int32_t {
+  LAUNCH_RACES = 1,            // check data races (the library must be a race-checking build)
+  LAUNCH_STRICT_BARRIERS = 2,  // threads that returned do not count as arrived at a barrier
+};
+
+enum BarrierFlags : int32_t { BARRIER_SHARED = 1, BARRIER_DEVICE = 2, BARRIER_ALL = 3 };
 
 struct Report {
   int32_t kind;        // ErrorKind of the first failure
@@ -70,11 +79,18 @@ struct Report {
   int32_t lane;        // lane that was read (inactive-lane failures)
   char file[32];       // file name of `line` ("body", "header")
   char detail[512];    // free text for divergence / internal failures
+  uint32_t thread2[3]; // races: the other thread, its group
+  uint32_t group2[3];
+  int32_t access[2];   // races: access kinds (cn::race::Access) of this thread and the other
+  uint32_t pc[2];      // code offsets in the library (this access, the other): file:line
 };
 
 struct Buffer {
   void* data;
   int64_t extent;  // elements reachable from data (strided extent for views)
+  int64_t bytes;   // bytes reachable from data
+  int32_t elem;    // element size in bytes
+  int32_t track;   // race checking: the kernel may write it
 };
 
 struct LaunchDesc {
@@ -88,6 +104,8 @@ struct LaunchDesc {
   uint64_t seed;
   int64_t shared_limit;        // bytes of shared memory a group may use (0: no limit)
   Report* report;
+  int32_t flags;               // LaunchFlags
+  int32_t pad;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -130,6 +148,7 @@ struct State {
   Fiber* fiber = nullptr;           // fiber running now (fiber mode only)
   bool checks = false;
   bool abort = false;
+  bool strict_barriers = false;
   int64_t shared_limit = 0;
   Arena arena;
 };
@@ -158,8 +177,23 @@ inline Report* begin_failure(int32_t kind) {
   return r;
 }
 
+// Offset of a code address in this library (the Python side turns it into file:line).
+__attribute__((noinline, cold)) inline uint32_t code_offset(const void* pc) {
+  Dl_info info;
+  if (!pc || !dladdr(pc, &info)) return 0;
+  return uint32_t(uintptr_t(pc) - uintptr_t(info.dli_fbase) - 1);
+}
+
+__attribute__((noinline, cold)) inline void fail_oob_at(int32_t buffer, int64_t index, int64_t extent,
+                                                        const void* pc) {
+  if (Report* r = begin_failure(ERR_OOB)) {
+    r->buffer = buffer; r->index = index; r->extent = extent;
+    r->pc[0] = code_offset(pc);
+  }
+}
+
 __attribute__((noinline, cold)) inline void fail_oob(int32_t buffer, int64_t index, int64_t extent) {
-  if (Report* r = begin_failure(ERR_OOB)) { r->buffer = buffer; r->index = index; r->extent = extent; }
+  fail_oob_at(buffer, index, extent, __builtin_return_address(0));
 }
 
 __attribute__((noinline, cold, format(printf, 4, 5))) inline void fail_fatal(
@@ -227,7 +261,7 @@ struct ptr {
   __attribute__((noinline, cold)) static T& outside(T* p, int64_t k, int64_t i, int64_t extent,
                                                     int32_t id) {
     if (extent == kUnknownExtent) return p[i];
-    fail_oob(id, k, extent);
+    fail_oob_at(id, k, extent, __builtin_return_address(0));
     return scratch<T>();
   }
   T& operator*() const { return (*this)[0]; }
@@ -304,7 +338,18 @@ inline void arena_begin_group(int nslots) {
   for (int k = 0; k < nslots; ++k) a.slots[k] = nullptr;
 }
 
-__attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t align) {
+namespace race {
+inline void shared_slot(int k, void* at, size_t size, size_t elem);
+}
+
+// Size of the elements of a shared declaration's type (the granule of its race shadow).
+template <class A> struct elem_size { static constexpr size_t value = sizeof(A); };
+template <class A, size_t N> struct elem_size<A[N]> { static constexpr size_t value = elem_size<A>::value; };
+template <class T, int64_t N, int ID> struct elem_size<tarr<T, N, ID>> {
+  static constexpr size_t value = elem_size<T>::value;
+};
+
+__attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t align, size_t elem = 1) {
   Arena& a = g.arena;
   if (!a.mem) {
     a.cap = size_t(64) << 20;  // virtual; only touched pages cost memory
@@ -326,13 +371,14 @@ __attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t al
   void* s = a.mem + at;
   if (g.checks) std::memset(s, 0xFF, size);
   a.slots[k] = s;
+  race::shared_slot(k, s, size, elem);
   return s;
 }
 
 template <class A>
 __attribute__((always_inline)) inline A& tg_alloc(int k) {
   void* s = g.arena.slots[k];
-  if (__builtin_expect(!s, 0)) s = arena_alloc(k, sizeof(A), alignof(A) < 16 ? 16 : alignof(A));
+  if (__builtin_expect(!s, 0)) s = arena_alloc(k, sizeof(A), alignof(A) < 16 ? 16 : alignof(A), elem_size<A>::value);
   return *static_cast<A*>(s);
 }
 
@@ -366,6 +412,12 @@ struct Fiber {
   unsigned char* stack = nullptr;
   size_t stack_size = 0;
 };
+
+}  // namespace cn
+
+#include "cn_race.h"
+
+namespace cn {
 
 #if CN_FIBER_ASM
 // Saves callee-saved registers on the current stack, stores the stack pointer in *from, loads
@@ -419,6 +471,7 @@ struct Scheduler {
   int32_t barrier_line = 0;
   const char* barrier_file = nullptr;
   bool barrier_mismatch = false;
+  int32_t barrier_flags = BARRIER_ALL;      // memory the barrier being waited at orders
   uint32_t mismatch_a = 0, mismatch_b = 0;  // fibers waiting at two different barriers
 };
 
@@ -444,6 +497,9 @@ __attribute__((always_inline)) inline Fiber* next_runnable() {
 // Leaves fiber `f` (blocked or done): switches straight to the next runnable fiber of the pass,
 // or back to the scheduler when there is none.
 __attribute__((always_inline)) inline void leave(Fiber* f) {
+#if CN_RACES
+  if (race::st.npending) race::flush_pending();
+#endif
   Fiber* n = next_runnable();
 #if CN_FIBER_ASM
   if (n) {
@@ -555,8 +611,9 @@ __attribute__((noinline, cold)) inline void fail_no_fiber(const char* what, int 
              "in the source text); please report this kernel", what);
 }
 
-// Group barrier: every thread of the group must reach the same barrier (same source line).
-__attribute__((noinline)) inline void barrier(int line, const char* file) {
+// Group barrier: every thread of the group that has not returned must reach the same barrier
+// (same source line). `flags` (BarrierFlags) says which memory it orders, for race checking.
+__attribute__((noinline)) inline void barrier(int line, const char* file, int flags = BARRIER_ALL) {
   Fiber* f = g.fiber;
   if (!f) {
     if (g.cur && g.cur->nthreads > 1) fail_no_fiber("a barrier", line, file);
@@ -568,6 +625,7 @@ __attribute__((noinline)) inline void barrier(int line, const char* file) {
   if (sched.n_barrier++ == 0) {
     sched.barrier_line = line;
     sched.barrier_file = file;
+    sched.barrier_flags = flags;
   } else if (!sched.barrier_mismatch &&
              (line != sched.barrier_line ||
               (file != sched.barrier_file && std::strcmp(file, sched.barrier_file) != 0))) {
@@ -684,6 +742,7 @@ inline bool resolve_lanes(uint32_t s, bool full) {
     lanes[i - lo] = f;
   }
   first->resolve(lanes, w);
+  race::lanes_synced(lanes, w, s, sched.n);
   for (uint32_t i = 0; i < w; ++i) {
     if (lanes[i]) { lanes[i]->state = F_RUN; --sched.n_lanes; }
   }
@@ -748,8 +807,9 @@ inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
       }
       if (any) continue;
     }
-    // Everything left waits at a barrier.
-    if (sched.n_done != 0 || sched.barrier_mismatch) {
+    // Everything left waits at a barrier. Threads that returned count as arrived (as on the
+    // hardware), unless strict barriers were asked for.
+    if (sched.barrier_mismatch || (sched.n_done != 0 && g.strict_barriers)) {
       if (sched.barrier_mismatch) {
         for (uint32_t i = 0; i < n; ++i) {
           if (sched.fibers[i].state == F_BARRIER && sched.fibers[i].line == sched.barrier_line &&
@@ -763,7 +823,10 @@ inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
       return;
     }
     sched.n_barrier = 0;
-    for (uint32_t i = 0; i < n; ++i) sched.fibers[i].state = F_RUN;
+    race::barrier(sched.barrier_flags);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (sched.fibers[i].state == F_BARRIER) sched.fibers[i].state = F_RUN;
+    }
   }
 }
 
@@ -788,6 +851,7 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
   g.cur = nullptr;
   g.fiber = nullptr;
   g.shared_limit = d->shared_limit;
+  g.strict_barriers = (d->flags & LAUNCH_STRICT_BARRIERS) != 0;
   ThreadInfo t{};
   uint32_t width = d->simd_width ? uint32_t(d->simd_width) : 32u;
   for (int k = 0; k < 3; ++k) {
@@ -807,12 +871,15 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
     shuffle(perm, uint32_t(ngroups), rng);
   }
   uint32_t max_threads = t.dsize[0] * t.dsize[1] * t.dsize[2];
+  race::begin_launch(d, ngroups, max_threads);
   ThreadInfo* infos = nullptr;
   uint32_t* torder = nullptr;
   if (Fibers || d->random_order) {
     infos = static_cast<ThreadInfo*>(std::malloc(sizeof(ThreadInfo) * max_threads));
     torder = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * max_threads));
-    if (!infos || !torder) { std::free(perm); std::free(infos); std::free(torder); return -1; }
+    if (!infos || !torder) {
+      std::free(perm); std::free(infos); std::free(torder); race::end_launch(); return -1;
+    }
   }
   if (Fibers) {
     sched.call = &call_functor<std::remove_reference_t<F>>;
@@ -831,6 +898,7 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
     }
     t.nthreads = t.gsize[0] * t.gsize[1] * t.gsize[2];
     if (nshared) arena_begin_group(nshared);
+    race::begin_group(uint32_t(lin), max_threads, t.nthreads, width, Fibers);
     if (Fibers || d->random_order) {
       uint32_t i = 0;
       for (uint32_t z = 0; z < t.gsize[2]; ++z)
@@ -851,6 +919,9 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
           const ThreadInfo& u = infos[torder[k]];
           if (Checks) g.cur = &u;
           kernel(u);
+#if CN_RACES
+          if (race::st.npending) race::flush_pending();
+#endif
         }
       }
       continue;
@@ -868,11 +939,15 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
           t.lin = i;
           if (Checks) g.cur = &t;
           kernel(static_cast<const ThreadInfo&>(t));
+#if CN_RACES
+          if (race::st.npending) race::flush_pending();
+#endif
         }
       }
     }
   }
   g.cur = nullptr;
+  race::end_launch();
   std::free(perm);
   std::free(infos);
   std::free(torder);

@@ -166,7 +166,7 @@ inline int __syncthreads_and(int pred, CN_SITE) {
 inline int __syncthreads_or(int pred, CN_SITE) {
   return cn::cuda::sync_reduce(pred, 2, cn_line, cn_file);
 }
-inline void __threadfence() {}
+inline void __threadfence() { CN_RACE_FENCE(); }
 inline void __threadfence_block() {}
 inline void __threadfence_system() {}
 
@@ -421,7 +421,8 @@ template <class T> using arg_t = typename same<T>::type;
 
 #define CN_ATOMIC(NAME, EXPR)                                                              \
   template <class T>                                                                       \
-  inline T NAME(T* p, cn::cuda::arg_t<T> val) {                                            \
+  __attribute__((always_inline)) inline T NAME(T* p, cn::cuda::arg_t<T> val) {            \
+    CN_RACE_ATOMIC;                                                                        \
     T old = *p;                                                                            \
     *p = (EXPR);                                                                           \
     return old;                                                                            \
@@ -450,7 +451,9 @@ CN_ATOMIC(atomicDec, ((old == 0 || old > val) ? val : T(old - 1)))
 #undef CN_ATOMIC
 
 template <class T>
-inline T atomicCAS(T* p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+__attribute__((always_inline)) inline T atomicCAS(T* p, cn::cuda::arg_t<T> compare,
+                                                 cn::cuda::arg_t<T> val) {
+  CN_RACE_ATOMIC;
   T old = *p;
   if (old == compare) *p = val;
   return old;
@@ -766,7 +769,8 @@ inline int64_t dynamic_shared_bytes = 0;
 template <class T, int SLOT, int ID, bool Checks>
 inline auto dynamic_shared() {
   void* s = g.arena.slots[SLOT];
-  if (!s) s = arena_alloc(SLOT, dynamic_shared_bytes > 0 ? size_t(dynamic_shared_bytes) : 16, 16);
+  if (!s) s = arena_alloc(SLOT, dynamic_shared_bytes > 0 ? size_t(dynamic_shared_bytes) : 16, 16,
+                          elem_size<T>::value);
   T* p = static_cast<T*>(s);
   if constexpr (Checks) {
     return ptr<T>(p, p, int64_t(dynamic_shared_bytes / int64_t(sizeof(T))), -1 - ID);

@@ -71,9 +71,13 @@ constexpr mem_flags operator&(mem_flags a, mem_flags b) {
 enum class thread_scope { thread_scope_thread, thread_scope_simdgroup, thread_scope_threadgroup,
                           thread_scope_device };
 
-inline void threadgroup_barrier(mem_flags = mem_flags::mem_none, int line = __builtin_LINE(),
+// Race checking: mem_threadgroup orders threadgroup memory, mem_device device memory; mem_none
+// is an execution barrier only.
+inline void threadgroup_barrier(mem_flags f = mem_flags::mem_none, int line = __builtin_LINE(),
                                 const char* file = __builtin_FILE()) {
-  cn::barrier(line, file);
+  cn::barrier(line, file,
+              ((unsigned(f) & unsigned(mem_flags::mem_threadgroup)) ? cn::BARRIER_SHARED : 0) |
+                  ((unsigned(f) & unsigned(mem_flags::mem_device)) ? cn::BARRIER_DEVICE : 0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -371,11 +375,16 @@ using atomic_ulong = atomic<unsigned long>;
 template <class T> struct cn_same { using type = T; };
 template <class T> using cn_arg = typename cn_same<T>::type;
 
-inline void atomic_thread_fence(mem_flags, memory_order, thread_scope = thread_scope::thread_scope_device) {}
+inline void atomic_thread_fence(mem_flags f, memory_order,
+                                thread_scope = thread_scope::thread_scope_device) {
+  if (unsigned(f) & unsigned(mem_flags::mem_device)) CN_RACE_FENCE();
+}
 
 #define CN_ATOMIC_RMW(NAME, EXPR)                                                         \
   template <class T>                                                                      \
-  inline T NAME(volatile atomic<T>* o, cn_arg<T> a, memory_order = memory_order_relaxed) {  \
+  __attribute__((always_inline)) inline T NAME(volatile atomic<T>* o, cn_arg<T> a,       \
+                                               memory_order = memory_order_relaxed) {     \
+    CN_RACE_ATOMIC;                                                                       \
     atomic<T>* p = const_cast<atomic<T>*>(o);                                             \
     T old = p->v;                                                                         \
     p->v = (EXPR);                                                                        \
@@ -397,7 +406,9 @@ CN_ATOMIC_RMW(atomic_exchange_explicit, a)
 #undef CN_ATOMIC_RMW
 
 template <class T>
-inline T atomic_load_explicit(const volatile atomic<T>* o, memory_order = memory_order_relaxed) {
+__attribute__((always_inline)) inline T atomic_load_explicit(const volatile atomic<T>* o,
+                                                            memory_order = memory_order_relaxed) {
+  CN_RACE_ATOMIC;
   return const_cast<const atomic<T>*>(o)->v;
 }
 template <class T>
@@ -409,8 +420,9 @@ inline T atomic_load_explicit(cn::ptr<const atomic<T>> o, memory_order m = memor
   return atomic_load_explicit(&o[0], m);
 }
 template <class T>
-inline void atomic_store_explicit(volatile atomic<T>* o, cn_arg<T> a,
-                                  memory_order = memory_order_relaxed) {
+__attribute__((always_inline)) inline void atomic_store_explicit(
+    volatile atomic<T>* o, cn_arg<T> a, memory_order = memory_order_relaxed) {
+  CN_RACE_ATOMIC;
   const_cast<atomic<T>*>(o)->v = a;
 }
 template <class T>
@@ -423,6 +435,7 @@ inline bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* o, cn_arg<
                                                   cn_arg<T> desired,
                                                   memory_order = memory_order_relaxed,
                                                   memory_order = memory_order_relaxed) {
+  CN_RACE_ATOMIC;
   atomic<T>* p = const_cast<atomic<T>*>(o);
   if (p->v == *expected) {
     p->v = desired;
