@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["source_lines"]
 
-_GENERATED = frozenset({"wrapper", "launch", "cn-launch"})
+_GENERATED = frozenset({"wrapper", "launch", "cn-launch", "kernel.cpp"})
 
 
 def _user_file(name: str) -> bool:

@@ -163,7 +163,7 @@ def generate_source(
     )
     body = rewrite(
         signature.source, checks=checked_arrays, first_slot=len(header.shared),
-        checked_pointers=checked_buffers, in_function=True,
+        checked_pointers=checked_buffers, in_function=True, mark_returns=True,
     )
     shared = header.shared + body.shared
     if len(shared) > 256:

@@ -400,6 +400,7 @@ struct Fiber {
   ucontext_t ctx;
 #endif
   int32_t state = F_DONE;
+  int32_t returned = 0;      // left the kernel through a `return` statement
   int32_t line = 0;          // where it waits (barrier / lane exchange)
   const char* file = nullptr;
   Resolver resolve = nullptr;
@@ -565,6 +566,7 @@ inline void ensure_fibers(uint32_t n) {
 
 inline void fiber_start(Fiber* f) {
   f->state = F_RUN;
+  f->returned = 0;
 #if CN_FIBER_ASM
   // Stack tops are staggered by a multiple of 64 bytes so that the fibers' hot frames do not all
   // fall into the same L1 cache sets.
@@ -603,6 +605,12 @@ inline void run_pass() {
   swapcontext(&sched.ctx, &f->ctx);
 #endif
   g.fiber = nullptr;
+}
+
+// The kernel executes a `return` statement (the rewriters mark those of the kernel's own body):
+// such a thread has left early and counts as arrived at later barriers.
+__attribute__((always_inline)) inline void mark_return() {
+  if (Fiber* f = g.fiber) f->returned = 1;
 }
 
 __attribute__((noinline, cold)) inline void fail_no_fiber(const char* what, int line, const char* file) {
@@ -756,7 +764,7 @@ __attribute__((noinline, cold)) inline void fail_divergence() {
   for (uint32_t i = 0; i < sched.n; ++i) {
     const Fiber& f = sched.fibers[i];
     if (f.state == F_BARRIER && !first_waiting) first_waiting = &f.info;
-    if (f.state == F_DONE && !first_done) first_done = &f.info;
+    if (f.state == F_DONE && !first_done && (g.strict_barriers || !f.returned)) first_done = &f.info;
   }
   g.cur = first_waiting ? first_waiting : &sched.fibers[0].info;
   if (sched.barrier_mismatch) {
@@ -769,12 +777,27 @@ __attribute__((noinline, cold)) inline void fail_divergence() {
                "threads wait at different barriers: thread %s at %s:%d, thread %s at %s:%d", a,
                fa.file, fa.line, b, fb.file, fb.line);
   } else {
+    uint32_t skipped = 0;
+    for (uint32_t i = 0; i < sched.n; ++i) {
+      const Fiber& f = sched.fibers[i];
+      if (f.state == F_DONE && (g.strict_barriers || !f.returned)) ++skipped;
+    }
     describe_thread(a, sizeof a, *first_done);
     describe_thread(b, sizeof b, *first_waiting);
-    fail_fatal(ERR_BARRIER, sched.barrier_line, sched.barrier_file,
-               "%u of %u threads wait at the barrier at %s:%d but %u threads have returned "
-               "(first: thread %s); every thread of a group must reach every barrier",
-               sched.n_barrier, sched.n, sched.barrier_file, sched.barrier_line, sched.n_done, a);
+    if (g.strict_barriers) {
+      fail_fatal(ERR_BARRIER, sched.barrier_line, sched.barrier_file,
+                 "%u of %u threads wait at the barrier at %s:%d but %u threads have returned "
+                 "(first: thread %s); every thread of a group must reach every barrier "
+                 "(strict barriers)",
+                 sched.n_barrier, sched.n, sched.barrier_file, sched.barrier_line, skipped, a);
+    } else {
+      fail_fatal(ERR_BARRIER, sched.barrier_line, sched.barrier_file,
+                 "%u of %u threads wait at the barrier at %s:%d but %u threads have returned "
+                 "(first: thread %s) at the end of the kernel without reaching it: live threads "
+                 "skipped the barrier (threads that left through an early `return` count as "
+                 "arrived, as on the GPU)",
+                 sched.n_barrier, sched.n, sched.barrier_file, sched.barrier_line, skipped, a);
+    }
   }
 }
 
@@ -809,7 +832,14 @@ inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
     }
     // Everything left waits at a barrier. Threads that returned count as arrived (as on the
     // hardware), unless strict barriers were asked for.
-    if (sched.barrier_mismatch || (sched.n_done != 0 && g.strict_barriers)) {
+    bool skipped = false;
+    if (sched.n_done != 0) {
+      for (uint32_t i = 0; i < n && !skipped; ++i) {
+        const Fiber& f = sched.fibers[i];
+        skipped = f.state == F_DONE && (g.strict_barriers || !f.returned);
+      }
+    }
+    if (sched.barrier_mismatch || skipped) {
       if (sched.barrier_mismatch) {
         for (uint32_t i = 0; i < n; ++i) {
           if (sched.fibers[i].state == F_BARRIER && sched.fibers[i].line == sched.barrier_line &&

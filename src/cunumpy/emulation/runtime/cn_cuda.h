@@ -453,7 +453,7 @@ CN_ATOMIC(atomicDec, ((old == 0 || old > val) ? val : T(old - 1)))
 template <class T>
 __attribute__((always_inline)) inline T atomicCAS(T* p, cn::cuda::arg_t<T> compare,
                                                  cn::cuda::arg_t<T> val) {
-  CN_RACE_ATOMIC;
+  CN_RACE_CAS;
   T old = *p;
   if (old == compare) *p = val;
   return old;

@@ -435,7 +435,7 @@ inline bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* o, cn_arg<
                                                   cn_arg<T> desired,
                                                   memory_order = memory_order_relaxed,
                                                   memory_order = memory_order_relaxed) {
-  CN_RACE_ATOMIC;
+  CN_RACE_CAS;
   atomic<T>* p = const_cast<atomic<T>*>(o);
   if (p->v == *expected) {
     p->v = desired;

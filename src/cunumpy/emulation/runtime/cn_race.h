@@ -50,13 +50,15 @@ namespace race {
 constexpr int kMaxRegions = 64 + 256;
 constexpr uint32_t kMaxWidth = 64;
 constexpr uint16_t kAtomicBit = 0x8000;
+constexpr uint16_t kCasBit = 0x4000;     // a compare-and-swap (tolerates plain reads)
+constexpr uint16_t kEpochMask = 0x3FFF;
 
 enum Access : int32_t { A_READ = 1, A_WRITE = 2, A_ATOMIC_READ = 3, A_ATOMIC_WRITE = 4 };
 
 struct Rec {
   uint32_t thread;  // 1 + linear thread number in the launch (group * threads per group + lin)
   uint32_t pc;      // code offset of the access in the library
-  uint16_t epoch;   // barrier epoch of the group (bit 15: atomic)
+  uint16_t epoch;   // barrier epoch of the group (bit 15: atomic, bit 14: compare-and-swap)
   uint16_t clock;   // the lane's clock, relative to the group's base
 };
 
@@ -107,8 +109,9 @@ struct State {
   uint64_t ngroups = 0;
   uint32_t thread_cap = 0;
   int atomic_depth = 0;
+  int cas_depth = 0;
   uintptr_t base = 0;  // load address of this library
-  Pending pending[16];
+  Pending pending[64];
   int npending = 0;
   Entry* shared_shadow[256] = {};
   size_t shared_cap[256] = {};
@@ -119,6 +122,14 @@ inline State st;
 struct AtomicScope {
   CN_NOTSAN AtomicScope() { ++st.atomic_depth; }
   CN_NOTSAN ~AtomicScope() { --st.atomic_depth; }
+};
+
+// A compare-and-swap. The loop that reads the old value plainly and retries with atomicCAS (the
+// CUDA programming guide's way to build atomics on other types) is not reported: plain reads
+// never race with a compare-and-swap (they still race with every other atomic and write).
+struct CasScope {
+  CN_NOTSAN CasScope() { ++st.atomic_depth; ++st.cas_depth; }
+  CN_NOTSAN ~CasScope() { --st.atomic_depth; --st.cas_depth; }
 };
 
 CN_NOTSAN inline void* map_zero(size_t bytes) {
@@ -251,8 +262,8 @@ CN_NOTSAN inline void shared_slot(int k, void* at, size_t size, size_t elem) {
 CN_NOTSAN inline void barrier(int flags) {
   State& s = st;
   if (!s.on) return;
-  if (flags & BARRIER_SHARED) s.ep_tg = uint16_t((s.ep_tg + 1) & 0x7FFF);
-  if (flags & BARRIER_DEVICE) s.ep_dev = uint16_t((s.ep_dev + 1) & 0x7FFF);
+  if (flags & BARRIER_SHARED) s.ep_tg = uint16_t((s.ep_tg + 1) & kEpochMask);
+  if (flags & BARRIER_DEVICE) s.ep_dev = uint16_t((s.ep_dev + 1) & kEpochMask);
 }
 
 // The lanes of SIMD group `sub` in `lanes` (non-null) took part in one exchange.
@@ -340,9 +351,9 @@ CN_NOTSAN inline bool ordered(const Rec& p, bool shared, uint16_t epoch, const T
     if (shared) return true;  // another group's instance of the array
     if (!s.released || !s.acquired[t->lin]) return false;
     uint64_t pg = pt / s.dsz;
-    return pg < s.ngroups && s.released[pg] > (p.epoch & 0x7FFF);
+    return pg < s.ngroups && s.released[pg] > (p.epoch & kEpochMask);
   }
-  if ((p.epoch & 0x7FFF) != epoch) return true;
+  if ((p.epoch & kEpochMask) != epoch) return true;
   if (!s.lanes) return false;
   const uint32_t W = s.width;
   if (plin / W != t->lin / W) return false;
@@ -377,7 +388,8 @@ CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret
   Rec me;
   me.thread = s.gfirst + t->lin + 1;
   me.pc = uint32_t(uintptr_t(ret) - s.base - 1);
-  me.epoch = uint16_t(epoch | (atomic ? kAtomicBit : 0));
+  const bool cas = s.cas_depth > 0;
+  me.epoch = uint16_t(epoch | (atomic ? kAtomicBit : 0) | (cas ? kCasBit : 0));
   uint32_t clock = 0;
   if (s.lanes) {
     uint32_t own = s.vc[t->lin * s.width + t->lin % s.width] - s.clk_base;
@@ -397,20 +409,23 @@ CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret
   if (end > r->hi - r->lo) end = r->hi - r->lo;
   const uintptr_t first = off >> r->shift, last = (end - 1) >> r->shift;
   bool reported = false;
-  auto conflicts = [&](const Rec& q) CN_NOTSAN {
+  auto conflicts = [&](const Rec& q, bool q_write) CN_NOTSAN {
     if (!q.thread || q.thread == me.thread) return false;
     if (atomic && (q.epoch & kAtomicBit)) return false;
+    if (cas && !q_write && !(q.epoch & kAtomicBit)) return false;      // CAS vs plain read
+    if (!write && !atomic && q_write && (q.epoch & kCasBit)) return false;  // plain read vs CAS
     return !ordered(q, shared, epoch, t);
   };
   for (uintptr_t k = first; k <= last; ++k) {
     Entry& e = r->shadow[k];
     if (write) {
-      if (!reported && conflicts(e.w)) {
+      if (!reported && conflicts(e.w, true)) {
         uintptr_t ga = r->lo + (k << r->shift);
         uint32_t gb = uint32_t(size_t(1) << r->shift);
-        if (!atomic && !(e.w.epoch & kAtomicBit) && gb <= 8 && s.npending < 16) {
+        if (!atomic && !(e.w.epoch & kAtomicBit) && gb <= 8) {
           // Tolerated when this write stores the bytes already there: decided when the thread
-          // leaves its segment.
+          // leaves its segment (or here, for the earlier ones, whose stores are done by now).
+          if (s.npending == 64) flush_pending();
           Pending& q = s.pending[s.npending++];
           q.entry = &e;
           q.prior = e.w;
@@ -424,10 +439,10 @@ CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret
         }
         reported = true;
       }
-      if (!reported && conflicts(e.r1)) {
+      if (!reported && conflicts(e.r1, false)) {
         report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r1, kind_of(e.r1, false));
         reported = true;
-      } else if (!reported && conflicts(e.r2)) {
+      } else if (!reported && conflicts(e.r2, false)) {
         report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r2, kind_of(e.r2, false));
         reported = true;
       }
@@ -435,7 +450,7 @@ CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret
       e.r1 = Rec{};
       e.r2 = Rec{};
     } else {
-      if (!reported && conflicts(e.w)) {
+      if (!reported && conflicts(e.w, true)) {
         report(*r, a, atomic ? A_ATOMIC_READ : A_READ, me.pc, e.w, kind_of(e.w, true));
         reported = true;
       }
@@ -453,6 +468,7 @@ CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret
 
 #if CN_RACES
 #define CN_RACE_ATOMIC ::cn::race::AtomicScope cn_atomic_scope_
+#define CN_RACE_CAS ::cn::race::CasScope cn_atomic_scope_
 #define CN_RACE_FENCE() ::cn::race::fence()
 extern "C" {
 #define CN_TSAN_RW(N)                                                                         \
@@ -557,6 +573,7 @@ CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_atomic_signal_fence(
 }
 #else
 #define CN_RACE_ATOMIC (void)0
+#define CN_RACE_CAS (void)0
 #define CN_RACE_FENCE() (void)0
 #endif
 
