@@ -58,9 +58,16 @@ _BASE_FLAGS = (
 of a failing access from its code address."""
 
 RACE_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0")
-"""Extra flags of a race-checking build: the compiler calls ``__tsan_read4(addr)`` and the like
-before every memory access, and ``cn_race.h`` defines those functions (no sanitizer runtime is
-linked: the object is linked in a second step without the flag)."""
+"""Extra flags of a race-checking build (GCC): the compiler calls ``__tsan_read4(addr)`` and the
+like before every memory access, and ``cn_race.h`` defines those functions (no sanitizer runtime
+is linked: the object is linked in a second step without the flag)."""
+
+_CLANG_RACE_FLAGS = ("-fsanitize=thread", "-mllvm", "-tsan-instrument-func-entry-exit=0")
+
+
+def race_flags(compiler: Compiler) -> tuple[str, ...]:
+    """:data:`RACE_FLAGS` as ``compiler`` spells them."""
+    return _CLANG_RACE_FLAGS if compiler.family in ("clang", "zig") else RACE_FLAGS
 
 
 @dataclass
@@ -263,7 +270,7 @@ def build_library(
         Build with race-checking instrumentation (:data:`RACE_FLAGS`).
     """
     compiler = find_compiler()
-    flags = compile_flags(compiler) + (RACE_FLAGS if races else ())
+    flags = compile_flags(compiler) + (race_flags(compiler) if races else ())
     cache_root = _cache.cache_root(root)
     inputs = {
         **_base_inputs(compiler, flags),

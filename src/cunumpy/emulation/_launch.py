@@ -14,7 +14,6 @@ from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation._sites import source_lines
 from cunumpy.emulation.errors import (
     BarrierDivergenceError,
-    DataRaceError,
     EmulationError,
     InactiveLaneError,
     OutOfBoundsError,

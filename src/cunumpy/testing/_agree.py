@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from cunumpy import config
+from cunumpy.emulation._options import checking_races
 
 __all__ = ["DEFAULT_TOLERANCES", "assert_kernels_agree", "tolerance_for"]
 
@@ -287,7 +288,9 @@ def assert_kernels_agree(
     element a port forgets to write fails. A port that cannot run here (no GPU and no emulator
     selected through ``CUNUMPY_CUDA_ENGINE`` / ``CUNUMPY_METAL_ENGINE=emulator``) is skipped
     with the reason, after the other ports are checked; ``CUNUMPY_REQUIRE_CUDA=1`` /
-    ``CUNUMPY_REQUIRE_METAL=1`` make that skip a failure.
+    ``CUNUMPY_REQUIRE_METAL=1`` make that skip a failure. Ports that run on a CPU emulator are
+    checked for data races too (:class:`~cunumpy.emulation.DataRaceError`;
+    ``CUNUMPY_EMULATOR_RACES=0`` turns that off).
 
     Examples
     --------
@@ -404,7 +407,8 @@ def assert_kernels_agree(
             try:
                 if init is not None:
                     kernel.metal.init_value = init
-                kernel.run_port(port, *args, **launch)
+                with checking_races():
+                    kernel.run_port(port, *args, **launch)
             except Exception as exc:
                 if hasattr(exc, "add_note"):
                     exc.add_note(f"{tag} raised while checking {label} against the host kernel")

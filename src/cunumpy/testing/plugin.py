@@ -23,10 +23,14 @@ Fixtures
     (:func:`~cunumpy.kernels.use_port`), on NumPy arrays. The CUDA case runs on the CPU emulator
     (``CUNUMPY_CUDA_ENGINE=emulator``); the Metal case on an Apple GPU when there is one, else on
     the emulator. A case whose engine cannot run here skips with the reason.
+
+Emulated launches inside ``metal_engine``, ``cuda_engine`` and ``kernel_port`` tests check data
+races (``CUNUMPY_EMULATOR_RACES=1``) unless the environment already sets that variable.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -74,6 +78,12 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
         yield name
 
 
+def _check_races(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Emulated launches of the test check data races, unless the environment says otherwise."""
+    if not os.environ.get("CUNUMPY_EMULATOR_RACES", "").strip():
+        monkeypatch.setenv("CUNUMPY_EMULATOR_RACES", "1")
+
+
 def _skip_without_compiler() -> None:
     """Skip the running test when the CPU emulators have no C++ compiler."""
     from cunumpy.emulation import CompilerNotFoundError, find_compiler
@@ -101,6 +111,7 @@ def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     else:
         _skip_without_compiler()
     monkeypatch.setenv("CUNUMPY_METAL_ENGINE", name)
+    _check_races(monkeypatch)
     return name
 
 
@@ -121,6 +132,7 @@ def cuda_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     else:
         _skip_without_compiler()
     monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", name)
+    _check_races(monkeypatch)
     return name
 
 
@@ -150,5 +162,6 @@ def kernel_port(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
                 pytest.skip(f"the {port} port cannot run here: {exc}")
         var = "CUNUMPY_CUDA_ENGINE" if port == "cuda" else "CUNUMPY_METAL_ENGINE"
         monkeypatch.setenv(var, engine)
+        _check_races(monkeypatch)
     with use_port(port):
         yield port
