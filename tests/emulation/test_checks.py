@@ -214,3 +214,16 @@ def test_checks_off_from_environment(metal_sig, monkeypatch):
     monkeypatch.delenv("CUNUMPY_EMULATOR_CHECKS")
     with pytest.raises(UnwrittenOutputError):
         run_metal(sig, [x], [y], (1024, 1, 1), (256, 1, 1))
+
+
+def test_out_of_bounds_names_the_line_of_the_subscript(metal_sig):
+    # The failing subscript's own line: in the body, or in a header helper the body calls.
+    body = "uint i = thread_position_in_grid.x;\nfloat v = x[i];\ny[i] = v + x[i + 1];"
+    sig, x, y = _saxpy(metal_sig, body)
+    with pytest.raises(OutOfBoundsError, match=r"index 1024 out of bounds .*, body:3$"):
+        run_metal(sig, [x], [y], (1024, 1, 1), (256, 1, 1))
+    header = "inline float pick(const device float* p, uint i) {\n    return p[i + 2];\n}\n"
+    sig = metal_sig("picked", "uint i = thread_position_in_grid.x; y[i] = pick(x, i);",
+                    [("x", x)], [("y", y)], header=header)
+    with pytest.raises(OutOfBoundsError, match=r"index 10(24|25) out of bounds .*, header:2(;|$)"):
+        run_metal(sig, [x], [y], (1024, 1, 1), (256, 1, 1))

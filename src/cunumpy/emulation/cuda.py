@@ -20,9 +20,10 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   (:class:`~cunumpy.emulation.errors.OutOfBoundsError`); the launch goes on (bad reads give 0, bad
   writes go nowhere) and the first failure is reported with the thread, the block, the source
   line of the subscript (``saxpy.cu:12``; not for ``*(x + i)`` forms) and a count;
-- ``__syncthreads`` not reached by every thread of a block, or reached at different places
-  (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`): the classic kernel whose surplus
-  threads ``return`` before a barrier;
+- ``__syncthreads`` skipped by live threads of a block, or reached at different places
+  (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`); threads that left through a
+  ``return`` count as arrived, as on the GPU (``EmulatorOptions(strict_barriers=True)`` reports
+  them too);
 - warp functions reading a lane that has exited, waits elsewhere, or does not exist
   (:class:`~cunumpy.emulation.errors.InactiveLaneError`), or that the mask leaves out, masks
   naming a lane that waits elsewhere, a calling lane missing from its own mask, shuffle widths
@@ -30,9 +31,15 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
 - device ``assert`` and ``__trap()``: the launch stops with the failing thread and expression;
 - shared memory over 227 KiB per block.
 
+With ``EmulatorOptions(races=True)`` (``CUNUMPY_EMULATOR_RACES=1``; on by default in
+:func:`cunumpy.testing.assert_kernels_agree`), data races in shared and global memory, within
+and between blocks and between the lanes of a warp
+(:class:`~cunumpy.emulation.errors.DataRaceError`, with both threads and both source lines; see
+``docs/races.md``).
+
 Not checked: pointers made by casts (``reinterpret_cast`` included) or by ``&x[i]`` (raw
-pointers; a raw pointer passed to a ``__device__`` function stays unchecked), data races (threads
-never overlap: atomics are plain read-modify-writes), reads of uninitialised shared memory (it is
+pointers; a raw pointer passed to a ``__device__`` function stays unchecked; race checking sees
+them all), reads of uninitialised shared memory (it is
 filled with 0xFF bytes: NaN for floats, -1 for integers), and output elements left unwritten
 (pointer arguments are inputs as well as outputs; :func:`cunumpy.testing.assert_kernels_agree`
 poisons them itself). When checked pointers make a kernel fail to compile (a ``__device__``

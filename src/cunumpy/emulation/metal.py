@@ -16,7 +16,10 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   ``threadgroup`` array, negative indices included (:class:`OutOfBoundsError`); the launch goes on
   (bad reads return 0, bad writes go nowhere) and the first failure is reported with a count;
 - output elements never written, when no ``init_value`` is given (:class:`UnwrittenOutputError`);
-- barriers not reached by every thread of a threadgroup (:class:`BarrierDivergenceError`);
+- barriers skipped by live threads of a threadgroup (:class:`BarrierDivergenceError`; threads
+  that left through a ``return`` count as arrived, unless ``strict_barriers``);
+- with ``EmulatorOptions(races=True)``, data races in threadgroup and device memory
+  (:class:`~cunumpy.emulation.errors.DataRaceError`; ``docs/races.md``);
 - SIMD/quad functions reading a lane that is not active (:class:`InactiveLaneError`);
 - threadgroup memory over Metal's 32 KiB.
 
@@ -42,7 +45,7 @@ the quad forms included), SIMD-group matrices (``simdgroup_float8x8`` and the ha
 
 Not checked: pointers made by casts (``reinterpret_cast`` included: it casts a checked pointer
 through its raw address) or ``&x[i]`` (raw pointers, also when stored in a declared pointer), pointers in struct members, declarations mixing pointers and values (``device float
-*p = y, n = 0;``), data races between threads, reads of uninitialised threadgroup memory (it is
+*p = y, n = 0;``) (race checking sees all of these), reads of uninitialised threadgroup memory (it is
 poisoned with NaN / -1 bytes instead), infinite loops. A kernel that corrupts memory through an
 unchecked pointer can crash Python; ``EmulatorOptions(isolated=True)`` turns that into a
 :class:`KernelCrashError`.
