@@ -236,7 +236,7 @@ uint i = thread_position_in_grid.x;
 extern "C" __global__ void k(int* y) {
     __shared__ unsigned char buf[256];
     int t = threadIdx.x;
-    reinterpret_cast<unsigned int*>(buf)[t] = 0x01010101u * t;
+    ((unsigned int*)buf)[t] = 0x01010101u * t;  // a C-style cast of the shared array
     /*R*//*F*/__syncthreads();/*E*/
     y[t] = buf[((t + 1) % 64) * 4];
 }""",

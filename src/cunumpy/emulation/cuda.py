@@ -318,7 +318,8 @@ def generate_source(
             )
         names.append(f"a{i}")
     lines += [
-        "  auto cn_fn = [&](const cn::ThreadInfo& t) {",
+        # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
+        "  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {",
         "    ::cn::g.cur = &t;",
         f"    {program.call}({', '.join(names)});",
         "  };",

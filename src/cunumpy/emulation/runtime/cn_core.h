@@ -42,6 +42,28 @@
 #endif
 
 #define CN_EXPORT extern "C" __attribute__((visibility("default")))
+
+// Race-checking builds (cn_race.h) are compiled with -fsanitize=thread: every load and store of
+// an instrumented function calls the emulator. CN_NOTSAN keeps the runtime's own functions out of
+// that; CN_BUILTIN marks small accessors of runtime state that kernels call for every thread
+// (threadIdx, thread attributes, launch arguments): inlined normally, called uninstrumented in
+// race-checking builds.
+#if defined(__SANITIZE_THREAD__)
+#define CN_RACES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CN_RACES 1
+#endif
+#endif
+#ifndef CN_RACES
+#define CN_RACES 0
+#endif
+#define CN_NOTSAN __attribute__((no_sanitize_thread))
+#if CN_RACES
+#define CN_BUILTIN __attribute__((noinline, no_sanitize_thread))
+#else
+#define CN_BUILTIN __attribute__((always_inline))
+#endif
 #define CN_ABI_VERSION 2
 
 namespace cn {
@@ -166,7 +188,7 @@ inline void copy_file(Report* r, const char* file) {
 }
 
 // Starts a failure record; returns the report when this is the first failure, else nullptr.
-inline Report* begin_failure(int32_t kind) {
+CN_NOTSAN inline Report* begin_failure(int32_t kind) {
   Report* r = g.report;
   if (!r) return nullptr;
   if (r->count++ != 0) return nullptr;
@@ -310,6 +332,11 @@ struct tarr {
   }
   operator T*() { return a; }
   operator const T*() const { return a; }
+  // C-style casts to other pointer types (`(unsigned int*)bytes`): the raw address.
+  template <class U>
+  explicit operator U*() { return (U*)(a); }
+  template <class U>
+  explicit operator U*() const { return (U*)(a); }
 };
 
 template <class A> struct is_tarr_1d : std::false_type {};
@@ -331,7 +358,7 @@ __attribute__((always_inline)) inline decltype(auto) tview(A& a) {
   }
 }
 
-inline void arena_begin_group(int nslots) {
+CN_NOTSAN inline void arena_begin_group(int nslots) {
   Arena& a = g.arena;
   a.used = 0;
   a.nslots = nslots;
@@ -349,7 +376,7 @@ template <class T, int64_t N, int ID> struct elem_size<tarr<T, N, ID>> {
   static constexpr size_t value = elem_size<T>::value;
 };
 
-__attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t align, size_t elem = 1) {
+CN_NOTSAN __attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t align, size_t elem = 1) {
   Arena& a = g.arena;
   if (!a.mem) {
     a.cap = size_t(64) << 20;  // virtual; only touched pages cost memory
@@ -480,14 +507,14 @@ inline Scheduler sched;
 
 constexpr size_t kStackBytes = size_t(256) << 10;  // virtual; touched pages only
 
-inline void fiber_main_body(Fiber* f) {
+CN_NOTSAN inline void fiber_main_body(Fiber* f) {
   sched.call(sched.functor, f->info);
   f->state = F_DONE;
   ++sched.n_done;
 }
 
 // The next fiber of the current pass that can run, or null when the pass is over.
-__attribute__((always_inline)) inline Fiber* next_runnable() {
+CN_NOTSAN __attribute__((always_inline)) inline Fiber* next_runnable() {
   while (++sched.pos < int64_t(sched.n)) {
     Fiber* f = &sched.fibers[sched.order[sched.pos]];
     if (f->state == F_RUN) return f;
@@ -497,7 +524,7 @@ __attribute__((always_inline)) inline Fiber* next_runnable() {
 
 // Leaves fiber `f` (blocked or done): switches straight to the next runnable fiber of the pass,
 // or back to the scheduler when there is none.
-__attribute__((always_inline)) inline void leave(Fiber* f) {
+CN_NOTSAN __attribute__((always_inline)) inline void leave(Fiber* f) {
 #if CN_RACES
   if (race::st.npending) race::flush_pending();
 #endif
@@ -522,14 +549,14 @@ __attribute__((always_inline)) inline void leave(Fiber* f) {
 }
 
 #if CN_FIBER_ASM
-inline void fiber_main(void* arg) {
+CN_NOTSAN inline void fiber_main(void* arg) {
   Fiber* f = static_cast<Fiber*>(arg);
   fiber_main_body(f);
   leave(f);
   __builtin_unreachable();
 }
 #else
-inline void fiber_main_uc(unsigned hi, unsigned lo) {
+CN_NOTSAN inline void fiber_main_uc(unsigned hi, unsigned lo) {
   Fiber* f = reinterpret_cast<Fiber*>((uintptr_t(hi) << 32) | uintptr_t(lo));
   fiber_main_body(f);
   leave(f);
@@ -537,7 +564,7 @@ inline void fiber_main_uc(unsigned hi, unsigned lo) {
 }
 #endif
 
-inline void ensure_fibers(uint32_t n) {
+CN_NOTSAN inline void ensure_fibers(uint32_t n) {
   if (n <= sched.capacity) return;
   Fiber* nf = static_cast<Fiber*>(std::calloc(n, sizeof(Fiber)));
   uint32_t* order = static_cast<uint32_t*>(std::calloc(n, sizeof(uint32_t)));
@@ -564,7 +591,7 @@ inline void ensure_fibers(uint32_t n) {
   sched.capacity = n;
 }
 
-inline void fiber_start(Fiber* f) {
+CN_NOTSAN inline void fiber_start(Fiber* f) {
   f->state = F_RUN;
   f->returned = 0;
 #if CN_FIBER_ASM
@@ -593,7 +620,7 @@ inline void fiber_start(Fiber* f) {
 }
 
 // Runs one pass: every runnable fiber, in order, until each has blocked or finished.
-inline void run_pass() {
+CN_NOTSAN inline void run_pass() {
   sched.pos = -1;
   Fiber* f = next_runnable();
   if (!f) return;
@@ -621,7 +648,7 @@ __attribute__((noinline, cold)) inline void fail_no_fiber(const char* what, int 
 
 // Group barrier: every thread of the group that has not returned must reach the same barrier
 // (same source line). `flags` (BarrierFlags) says which memory it orders, for race checking.
-__attribute__((noinline)) inline void barrier(int line, const char* file, int flags = BARRIER_ALL) {
+CN_NOTSAN __attribute__((noinline)) inline void barrier(int line, const char* file, int flags = BARRIER_ALL) {
   Fiber* f = g.fiber;
   if (!f) {
     if (g.cur && g.cur->nthreads > 1) fail_no_fiber("a barrier", line, file);
@@ -646,7 +673,7 @@ __attribute__((noinline)) inline void barrier(int line, const char* file, int fl
 // Lane exchange: deposits `in` and waits until every active lane of the SIMD group reached the
 // same exchange (same line); `resolve` then computes every lane's `out`.
 template <class R, class T>
-inline R lane_exchange(const T& value, int64_t arg, Resolver resolve, int line, const char* file) {
+CN_NOTSAN inline R lane_exchange(const T& value, int64_t arg, Resolver resolve, int line, const char* file) {
   static_assert(sizeof(T) <= kSlotBytes && sizeof(R) <= kSlotBytes, "lane value too large");
   Fiber* f = g.fiber;
   if (!f) {
@@ -684,7 +711,7 @@ inline const T& lane_in(const Fiber* f) { return *reinterpret_cast<const T*>(f->
 template <class T>
 inline void lane_out(Fiber* f, const T& v) { std::memcpy(f->out, &v, sizeof(T)); }
 
-__attribute__((noinline, cold)) inline void fail_inactive(const Fiber* reader, int64_t lane) {
+CN_NOTSAN __attribute__((noinline, cold)) inline void fail_inactive(const Fiber* reader, int64_t lane) {
   const ThreadInfo* saved = g.cur;
   g.cur = &reader->info;
   if (Report* r = begin_failure(ERR_INACTIVE_LANE)) {
@@ -728,7 +755,7 @@ inline void describe_thread(char* out, size_t n, const ThreadInfo& t) {
 
 // Resolves the lanes of SIMD group `s` waiting at the same exchange as `first`; with `full`, only
 // when every lane that has not exited waits there.
-inline bool resolve_lanes(uint32_t s, bool full) {
+CN_NOTSAN inline bool resolve_lanes(uint32_t s, bool full) {
   uint32_t w = sched.fibers[0].info.width;
   uint32_t lo = s * w, hi = lo + w < sched.n ? lo + w : sched.n;
   Fiber* first = nullptr;
@@ -757,7 +784,7 @@ inline bool resolve_lanes(uint32_t s, bool full) {
   return true;
 }
 
-__attribute__((noinline, cold)) inline void fail_divergence() {
+CN_NOTSAN __attribute__((noinline, cold)) inline void fail_divergence() {
   char a[48], b[48];
   const ThreadInfo* first_waiting = nullptr;
   const ThreadInfo* first_done = nullptr;
@@ -801,7 +828,7 @@ __attribute__((noinline, cold)) inline void fail_divergence() {
   }
 }
 
-inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
+CN_NOTSAN inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
   ensure_fibers(n);
   sched.n = n;
   sched.n_done = sched.n_barrier = sched.n_lanes = 0;
@@ -873,7 +900,7 @@ inline uint32_t ceil_div(uint32_t a, uint32_t b) { return b ? (a + b - 1) / b : 
 // fibers (the kernel synchronises); otherwise as a plain loop. `Checks`: keep the current thread
 // up to date for failure reports. Returns 0, or -1 when the descriptor is unusable.
 template <bool Fibers, bool Checks, class F>
-inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
+CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
   if (d->abi != CN_ABI_VERSION) return -1;
   g.report = d->report;
   g.checks = Checks;

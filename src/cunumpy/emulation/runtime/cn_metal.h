@@ -571,33 +571,33 @@ inline To cast(From&& v) {
   }
 }
 
-inline uint3 u3(const uint32_t* v) { return uint3(v[0], v[1], v[2]); }
-inline uint cdiv(uint a, uint b) { return (a + b - 1) / b; }
+CN_BUILTIN inline uint3 u3(const uint32_t* v) { return uint3(v[0], v[1], v[2]); }
+CN_BUILTIN inline uint cdiv(uint a, uint b) { return (a + b - 1) / b; }
 
-inline uint3 dispatch_threads_per_threadgroup(const ThreadInfo& t) { return u3(t.dsize); }
-inline uint dispatch_simdgroups_per_threadgroup(const ThreadInfo& t) {
+CN_BUILTIN inline uint3 dispatch_threads_per_threadgroup(const ThreadInfo& t) { return u3(t.dsize); }
+CN_BUILTIN inline uint dispatch_simdgroups_per_threadgroup(const ThreadInfo& t) {
   return cdiv(t.dsize[0] * t.dsize[1] * t.dsize[2], t.width);
 }
-inline uint dispatch_quadgroups_per_threadgroup(const ThreadInfo& t) {
+CN_BUILTIN inline uint dispatch_quadgroups_per_threadgroup(const ThreadInfo& t) {
   return cdiv(t.dsize[0] * t.dsize[1] * t.dsize[2], 4);
 }
-inline uint3 grid_origin(const ThreadInfo&) { return uint3(0, 0, 0); }
-inline uint3 grid_size(const ThreadInfo& t) { return u3(t.grid); }
-inline uint quadgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / 4; }
-inline uint quadgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, 4); }
-inline uint simdgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / t.width; }
-inline uint simdgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, t.width); }
-inline uint thread_execution_width(const ThreadInfo& t) { return t.width; }
-inline uint thread_index_in_quadgroup(const ThreadInfo& t) { return t.lin % 4; }
-inline uint thread_index_in_simdgroup(const ThreadInfo& t) { return t.lin % t.width; }
-inline uint thread_index_in_threadgroup(const ThreadInfo& t) { return t.lin; }
-inline uint3 thread_position_in_grid(const ThreadInfo& t) { return u3(t.pos); }
-inline uint3 thread_position_in_threadgroup(const ThreadInfo& t) { return u3(t.tid); }
-inline uint3 threadgroup_position_in_grid(const ThreadInfo& t) { return u3(t.gid); }
-inline uint3 threadgroups_per_grid(const ThreadInfo& t) { return u3(t.ngroups); }
-inline uint3 threads_per_grid(const ThreadInfo& t) { return u3(t.grid); }
-inline uint threads_per_simdgroup(const ThreadInfo& t) { return t.width; }
-inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); }
+CN_BUILTIN inline uint3 grid_origin(const ThreadInfo&) { return uint3(0, 0, 0); }
+CN_BUILTIN inline uint3 grid_size(const ThreadInfo& t) { return u3(t.grid); }
+CN_BUILTIN inline uint quadgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / 4; }
+CN_BUILTIN inline uint quadgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, 4); }
+CN_BUILTIN inline uint simdgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / t.width; }
+CN_BUILTIN inline uint simdgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, t.width); }
+CN_BUILTIN inline uint thread_execution_width(const ThreadInfo& t) { return t.width; }
+CN_BUILTIN inline uint thread_index_in_quadgroup(const ThreadInfo& t) { return t.lin % 4; }
+CN_BUILTIN inline uint thread_index_in_simdgroup(const ThreadInfo& t) { return t.lin % t.width; }
+CN_BUILTIN inline uint thread_index_in_threadgroup(const ThreadInfo& t) { return t.lin; }
+CN_BUILTIN inline uint3 thread_position_in_grid(const ThreadInfo& t) { return u3(t.pos); }
+CN_BUILTIN inline uint3 thread_position_in_threadgroup(const ThreadInfo& t) { return u3(t.tid); }
+CN_BUILTIN inline uint3 threadgroup_position_in_grid(const ThreadInfo& t) { return u3(t.gid); }
+CN_BUILTIN inline uint3 threadgroups_per_grid(const ThreadInfo& t) { return u3(t.ngroups); }
+CN_BUILTIN inline uint3 threads_per_grid(const ThreadInfo& t) { return u3(t.grid); }
+CN_BUILTIN inline uint threads_per_simdgroup(const ThreadInfo& t) { return t.width; }
+CN_BUILTIN inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); }
 
 }  // namespace msl
 }  // namespace cn

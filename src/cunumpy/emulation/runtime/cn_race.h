@@ -31,18 +31,7 @@
 #ifndef CN_RACE_H
 #define CN_RACE_H
 
-#if defined(__SANITIZE_THREAD__)
-#define CN_RACES 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CN_RACES 1
-#endif
-#endif
-#ifndef CN_RACES
-#define CN_RACES 0
-#endif
-
-#define CN_NOTSAN __attribute__((no_sanitize_thread))
+// CN_RACES, CN_NOTSAN and CN_BUILTIN are defined at the top of cn_core.h.
 
 namespace cn {
 namespace race {
@@ -370,16 +359,23 @@ CN_NOTSAN inline void flush_pending() {
   s.npending = 0;
 }
 
-// The running thread's access of `size` bytes at `p`, from code address `ret`.
-CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret) {
+// Whether the earlier record `q` (a write record when `q_write`) conflicts with the running
+// thread's access described by the rest.
+CN_NOTSAN __attribute__((always_inline)) inline bool conflicts(const Rec& q, bool q_write,
+                                                              const Rec& me, bool write,
+                                                              bool atomic, bool cas, bool shared,
+                                                              uint16_t epoch, const ThreadInfo* t) {
+  if (!q.thread || q.thread == me.thread) return false;
+  if (atomic && (q.epoch & kAtomicBit)) return false;
+  if (cas && !q_write && !(q.epoch & kAtomicBit)) return false;          // CAS vs plain read
+  if (!write && !atomic && q_write && (q.epoch & kCasBit)) return false;  // plain read vs CAS
+  return !ordered(q, shared, epoch, t);
+}
+
+// The running thread's access of `size` bytes at `a` in region `r`, from code address `ret`.
+__attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a, uint32_t size,
+                                                          bool write, void* ret) {
   State& s = st;
-  uintptr_t a = uintptr_t(p);
-  Region* r = s.last;
-  if (!(a - r->lo < r->hi - r->lo)) {
-    r = find(a);
-    if (!r) return;
-    s.last = r;
-  }
   const ThreadInfo* t = g.cur;
   if (!t) return;
   const bool atomic = s.atomic_depth > 0;
@@ -409,17 +405,11 @@ CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret
   if (end > r->hi - r->lo) end = r->hi - r->lo;
   const uintptr_t first = off >> r->shift, last = (end - 1) >> r->shift;
   bool reported = false;
-  auto conflicts = [&](const Rec& q, bool q_write) CN_NOTSAN {
-    if (!q.thread || q.thread == me.thread) return false;
-    if (atomic && (q.epoch & kAtomicBit)) return false;
-    if (cas && !q_write && !(q.epoch & kAtomicBit)) return false;      // CAS vs plain read
-    if (!write && !atomic && q_write && (q.epoch & kCasBit)) return false;  // plain read vs CAS
-    return !ordered(q, shared, epoch, t);
-  };
+#define CN_CONFLICTS(Q, QW) conflicts(Q, QW, me, write, atomic, cas, shared, epoch, t)
   for (uintptr_t k = first; k <= last; ++k) {
     Entry& e = r->shadow[k];
     if (write) {
-      if (!reported && conflicts(e.w, true)) {
+      if (!reported && CN_CONFLICTS(e.w, true)) {
         uintptr_t ga = r->lo + (k << r->shift);
         uint32_t gb = uint32_t(size_t(1) << r->shift);
         if (!atomic && !(e.w.epoch & kAtomicBit) && gb <= 8) {
@@ -439,10 +429,10 @@ CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret
         }
         reported = true;
       }
-      if (!reported && conflicts(e.r1, false)) {
+      if (!reported && CN_CONFLICTS(e.r1, false)) {
         report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r1, kind_of(e.r1, false));
         reported = true;
-      } else if (!reported && conflicts(e.r2, false)) {
+      } else if (!reported && CN_CONFLICTS(e.r2, false)) {
         report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r2, kind_of(e.r2, false));
         reported = true;
       }
@@ -450,7 +440,7 @@ CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret
       e.r1 = Rec{};
       e.r2 = Rec{};
     } else {
-      if (!reported && conflicts(e.w, true)) {
+      if (!reported && CN_CONFLICTS(e.w, true)) {
         report(*r, a, atomic ? A_ATOMIC_READ : A_READ, me.pc, e.w, kind_of(e.w, true));
         reported = true;
       }
@@ -461,6 +451,25 @@ CN_NOTSAN inline void access(const void* p, uint32_t size, bool write, void* ret
       }
     }
   }
+#undef CN_CONFLICTS
+}
+
+// Every instrumented access: a quick test of the address, the rest only for tracked memory.
+CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint32_t size,
+                                                           bool write, void* ret) {
+  State& s = st;
+  uintptr_t a = uintptr_t(p);
+  Region* r = s.last;
+  if (__builtin_expect(a - r->lo >= r->hi - r->lo, 1)) {
+    r = nullptr;
+    for (int k = 0; k < s.nregions; ++k) {
+      Region& q = s.regions[k];
+      if (a - q.lo < q.hi - q.lo) { r = &q; break; }
+    }
+    if (!r) return;
+    s.last = r;
+  }
+  access_in(r, a, size, write, ret);
 }
 
 }  // namespace race
