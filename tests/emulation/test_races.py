@@ -412,3 +412,19 @@ def test_races_off_by_default_and_from_the_environment(monkeypatch: pytest.Monke
         emulate_cuda_kernel(k, y, grid=1, block=4, options=EmulatorOptions(checks=False))
     emulate_cuda_kernel(k, y, grid=1, block=4, options=EmulatorOptions(races=False))
 
+
+
+def test_barrier_divergence_is_reported_before_the_races_it_causes(metal_sig) -> None:
+    from cunumpy.emulation import BarrierDivergenceError
+
+    body = """
+threadgroup int tmp[8];
+uint t = thread_position_in_threadgroup.x;
+tmp[t] = int(t);
+if (t < 4) { threadgroup_barrier(mem_flags::mem_threadgroup); }
+y[t] = tmp[7 - t];
+"""
+    y = np.zeros(8, np.int32)
+    sig = metal_sig("skip", body, [], [("y", y)])
+    with pytest.raises(BarrierDivergenceError, match="4 of 8 threads wait at the barrier"):
+        run_metal(sig, [], [y], (8, 1, 1), (8, 1, 1), init_value=0, options=RACES)

@@ -191,7 +191,10 @@ inline void copy_file(Report* r, const char* file) {
 CN_NOTSAN inline Report* begin_failure(int32_t kind) {
   Report* r = g.report;
   if (!r) return nullptr;
-  if (r->count++ != 0) return nullptr;
+  // A barrier divergence is reported rather than the races it causes (threads that skip a
+  // barrier race with the threads that wait at it).
+  bool replace = kind == ERR_BARRIER && r->count != 0 && r->kind == ERR_RACE;
+  if (r->count++ != 0 && !replace) return nullptr;
   r->kind = kind;
   if (g.cur) {
     for (int d = 0; d < 3; ++d) { r->thread[d] = g.cur->tid[d]; r->group[d] = g.cur->gid[d]; }

@@ -571,33 +571,40 @@ inline To cast(From&& v) {
   }
 }
 
-CN_BUILTIN inline uint3 u3(const uint32_t* v) { return uint3(v[0], v[1], v[2]); }
-CN_BUILTIN inline uint cdiv(uint a, uint b) { return (a + b - 1) / b; }
+// Called by the generated launcher (uninstrumented in race-checking builds).
+#define CN_ATTRIBUTE __attribute__((always_inline)) CN_NOTSAN
+CN_ATTRIBUTE inline uint3 u3(const uint32_t* v) {
+  uint3 r;
+  std::memcpy(&r, v, 3 * sizeof(uint32_t));
+  return r;
+}
+CN_ATTRIBUTE inline uint cdiv(uint a, uint b) { return (a + b - 1) / b; }
 
-CN_BUILTIN inline uint3 dispatch_threads_per_threadgroup(const ThreadInfo& t) { return u3(t.dsize); }
-CN_BUILTIN inline uint dispatch_simdgroups_per_threadgroup(const ThreadInfo& t) {
+CN_ATTRIBUTE inline uint3 dispatch_threads_per_threadgroup(const ThreadInfo& t) { return u3(t.dsize); }
+CN_ATTRIBUTE inline uint dispatch_simdgroups_per_threadgroup(const ThreadInfo& t) {
   return cdiv(t.dsize[0] * t.dsize[1] * t.dsize[2], t.width);
 }
-CN_BUILTIN inline uint dispatch_quadgroups_per_threadgroup(const ThreadInfo& t) {
+CN_ATTRIBUTE inline uint dispatch_quadgroups_per_threadgroup(const ThreadInfo& t) {
   return cdiv(t.dsize[0] * t.dsize[1] * t.dsize[2], 4);
 }
-CN_BUILTIN inline uint3 grid_origin(const ThreadInfo&) { return uint3(0, 0, 0); }
-CN_BUILTIN inline uint3 grid_size(const ThreadInfo& t) { return u3(t.grid); }
-CN_BUILTIN inline uint quadgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / 4; }
-CN_BUILTIN inline uint quadgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, 4); }
-CN_BUILTIN inline uint simdgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / t.width; }
-CN_BUILTIN inline uint simdgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, t.width); }
-CN_BUILTIN inline uint thread_execution_width(const ThreadInfo& t) { return t.width; }
-CN_BUILTIN inline uint thread_index_in_quadgroup(const ThreadInfo& t) { return t.lin % 4; }
-CN_BUILTIN inline uint thread_index_in_simdgroup(const ThreadInfo& t) { return t.lin % t.width; }
-CN_BUILTIN inline uint thread_index_in_threadgroup(const ThreadInfo& t) { return t.lin; }
-CN_BUILTIN inline uint3 thread_position_in_grid(const ThreadInfo& t) { return u3(t.pos); }
-CN_BUILTIN inline uint3 thread_position_in_threadgroup(const ThreadInfo& t) { return u3(t.tid); }
-CN_BUILTIN inline uint3 threadgroup_position_in_grid(const ThreadInfo& t) { return u3(t.gid); }
-CN_BUILTIN inline uint3 threadgroups_per_grid(const ThreadInfo& t) { return u3(t.ngroups); }
-CN_BUILTIN inline uint3 threads_per_grid(const ThreadInfo& t) { return u3(t.grid); }
-CN_BUILTIN inline uint threads_per_simdgroup(const ThreadInfo& t) { return t.width; }
-CN_BUILTIN inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); }
+CN_ATTRIBUTE inline uint3 grid_origin(const ThreadInfo&) { return uint3(0, 0, 0); }
+CN_ATTRIBUTE inline uint3 grid_size(const ThreadInfo& t) { return u3(t.grid); }
+CN_ATTRIBUTE inline uint quadgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / 4; }
+CN_ATTRIBUTE inline uint quadgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, 4); }
+CN_ATTRIBUTE inline uint simdgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / t.width; }
+CN_ATTRIBUTE inline uint simdgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, t.width); }
+CN_ATTRIBUTE inline uint thread_execution_width(const ThreadInfo& t) { return t.width; }
+CN_ATTRIBUTE inline uint thread_index_in_quadgroup(const ThreadInfo& t) { return t.lin % 4; }
+CN_ATTRIBUTE inline uint thread_index_in_simdgroup(const ThreadInfo& t) { return t.lin % t.width; }
+CN_ATTRIBUTE inline uint thread_index_in_threadgroup(const ThreadInfo& t) { return t.lin; }
+CN_ATTRIBUTE inline uint3 thread_position_in_grid(const ThreadInfo& t) { return u3(t.pos); }
+CN_ATTRIBUTE inline uint3 thread_position_in_threadgroup(const ThreadInfo& t) { return u3(t.tid); }
+CN_ATTRIBUTE inline uint3 threadgroup_position_in_grid(const ThreadInfo& t) { return u3(t.gid); }
+CN_ATTRIBUTE inline uint3 threadgroups_per_grid(const ThreadInfo& t) { return u3(t.ngroups); }
+CN_ATTRIBUTE inline uint3 threads_per_grid(const ThreadInfo& t) { return u3(t.grid); }
+CN_ATTRIBUTE inline uint threads_per_simdgroup(const ThreadInfo& t) { return t.width; }
+CN_ATTRIBUTE inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); }
+#undef CN_ATTRIBUTE
 
 }  // namespace msl
 }  // namespace cn

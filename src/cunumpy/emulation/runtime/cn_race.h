@@ -46,7 +46,7 @@ enum Access : int32_t { A_READ = 1, A_WRITE = 2, A_ATOMIC_READ = 3, A_ATOMIC_WRI
 
 struct Rec {
   uint32_t thread;  // 1 + linear thread number in the launch (group * threads per group + lin)
-  uint32_t pc;      // code offset of the access in the library
+  uint32_t pc;      // code offset of the access in the library (low 24 bits), launch (high 8)
   uint16_t epoch;   // barrier epoch of the group (bit 15: atomic, bit 14: compare-and-swap)
   uint16_t clock;   // the lane's clock, relative to the group's base
 };
@@ -73,8 +73,20 @@ struct Pending {  // a write-write conflict kept until the writer's segment ends
   unsigned char before[8];
 };
 
+// Shadow memory kept mapped from one launch to the next (records of earlier launches are told
+// apart by their launch number), so that a launch does not pay the page faults of fresh memory.
+struct Shadow {
+  Entry* mem = nullptr;
+  size_t bytes = 0;
+  bool used = false;
+};
+constexpr int kPool = 64;
+constexpr size_t kKeepBytes = size_t(64) << 20;  // larger shadows are unmapped after the launch
+
 struct State {
   bool on = false;
+  uint32_t gen = 0;  // launch number (8 bits) in Rec::pc
+  Shadow pool[kPool];
   Region regions[kMaxRegions];
   int nregions = 0;   // buffers first, then shared slots
   int nbuffers = 0;
@@ -135,8 +147,31 @@ CN_NOTSAN inline uint8_t granule_shift(size_t elem) {
 }
 
 CN_NOTSAN inline Entry* region_shadow(size_t bytes, uint8_t shift) {
-  size_t n = (bytes + (size_t(1) << shift) - 1) >> shift;
-  return static_cast<Entry*>(map_zero(n * sizeof(Entry)));
+  State& s = st;
+  size_t need = ((bytes + (size_t(1) << shift) - 1) >> shift) * sizeof(Entry);
+  Shadow* best = nullptr;
+  for (Shadow& q : s.pool)
+    if (!q.used && q.mem && q.bytes >= need && (!best || q.bytes < best->bytes)) best = &q;
+  if (!best) {
+    for (Shadow& q : s.pool) if (!q.mem) { best = &q; break; }
+    if (!best) return nullptr;
+    best->mem = static_cast<Entry*>(map_zero(need));
+    best->bytes = best->mem ? need : 0;
+    if (!best->mem) return nullptr;
+  }
+  best->used = true;
+  return best->mem;
+}
+
+CN_NOTSAN inline void drop_pool(bool all) {
+  for (Shadow& q : st.pool) {
+    q.used = false;
+    if (q.mem && (all || q.bytes > kKeepBytes)) {
+      munmap(q.mem, q.bytes);
+      q.mem = nullptr;
+      q.bytes = 0;
+    }
+  }
 }
 
 // Launch start: tracked buffers (writable arguments), the library's load address.
@@ -151,6 +186,16 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
   s.clk_base = s.clk_max = 0;
   s.lanes = false;
   if (!s.on) return;
+  s.gen = (s.gen + 1) & 0xFF;
+  if (s.gen == 0) {  // launch numbers wrap: start from zeroed shadow memory
+    drop_pool(true);
+    for (int k = 0; k < 256; ++k) {
+      if (s.shared_shadow[k]) munmap(s.shared_shadow[k], s.shared_cap[k]);
+      s.shared_shadow[k] = nullptr;
+      s.shared_cap[k] = 0;
+    }
+    s.gen = 1;
+  }
   Dl_info info;
   s.base = dladdr(reinterpret_cast<void*>(&begin_launch), &info) ? uintptr_t(info.dli_fbase) : 0;
   for (int k = 0; k < d->nbuffers && s.nregions < 64; ++k) {
@@ -181,18 +226,9 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
 CN_NOTSAN inline void end_launch() {
   State& s = st;
   if (!s.on) return;
-  for (int k = 0; k < s.nbuffers; ++k) {
-    Region& r = s.regions[k];
-    size_t n = ((r.hi - r.lo) + (size_t(1) << r.shift) - 1) >> r.shift;
-    munmap(r.shadow, n * sizeof(Entry));
-  }
+  drop_pool(false);
   if (s.released) munmap(s.released, size_t(s.ngroups) * 2);
   s.released = nullptr;
-  for (int k = 0; k < 256; ++k) {
-    if (s.shared_shadow[k]) munmap(s.shared_shadow[k], s.shared_cap[k]);
-    s.shared_shadow[k] = nullptr;
-    s.shared_cap[k] = 0;
-  }
   s.nregions = s.nbuffers = 0;
   s.last = &s.none;
   s.on = false;
@@ -314,8 +350,8 @@ __attribute__((noinline, cold)) CN_NOTSAN inline void report(const Region& r, ui
   rep->extent = int64_t(r.hi - r.lo);
   rep->access[0] = kind;
   rep->access[1] = prior_kind;
-  rep->pc[0] = pc;
-  rep->pc[1] = prior.pc;
+  rep->pc[0] = pc & 0xFFFFFF;
+  rep->pc[1] = prior.pc & 0xFFFFFF;
   if (!t) return;
   uint32_t pt = prior.thread - 1;
   uint32_t pg = pt / (st.dsz ? st.dsz : 1), plin = pt % (st.dsz ? st.dsz : 1);
@@ -332,6 +368,10 @@ __attribute__((noinline, cold)) CN_NOTSAN inline void report(const Region& r, ui
 
 // Whether the earlier access `p` is ordered before the running thread's access (or does not
 // matter: a shared-memory record of an earlier group).
+CN_NOTSAN __attribute__((always_inline)) inline bool live(const Rec& r) {
+  return r.thread && (r.pc >> 24) == st.gen;
+}
+
 CN_NOTSAN inline bool ordered(const Rec& p, bool shared, uint16_t epoch, const ThreadInfo* t) {
   State& s = st;
   uint32_t pt = p.thread - 1;
@@ -365,7 +405,7 @@ CN_NOTSAN __attribute__((always_inline)) inline bool conflicts(const Rec& q, boo
                                                               const Rec& me, bool write,
                                                               bool atomic, bool cas, bool shared,
                                                               uint16_t epoch, const ThreadInfo* t) {
-  if (!q.thread || q.thread == me.thread) return false;
+  if (!live(q) || q.thread == me.thread) return false;
   if (atomic && (q.epoch & kAtomicBit)) return false;
   if (cas && !q_write && !(q.epoch & kAtomicBit)) return false;          // CAS vs plain read
   if (!write && !atomic && q_write && (q.epoch & kCasBit)) return false;  // plain read vs CAS
@@ -383,7 +423,7 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
   const uint16_t epoch = shared ? s.ep_tg : s.ep_dev;
   Rec me;
   me.thread = s.gfirst + t->lin + 1;
-  me.pc = uint32_t(uintptr_t(ret) - s.base - 1);
+  me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & 0xFFFFFF) | (s.gen << 24);
   const bool cas = s.cas_depth > 0;
   me.epoch = uint16_t(epoch | (atomic ? kAtomicBit : 0) | (cas ? kCasBit : 0));
   uint32_t clock = 0;
@@ -444,7 +484,7 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
         report(*r, a, atomic ? A_ATOMIC_READ : A_READ, me.pc, e.w, kind_of(e.w, true));
         reported = true;
       }
-      if (!e.r1.thread || e.r1.thread == me.thread || ordered(e.r1, shared, epoch, t)) {
+      if (!live(e.r1) || e.r1.thread == me.thread || ordered(e.r1, shared, epoch, t)) {
         e.r1 = me;
       } else {
         e.r2 = me;
