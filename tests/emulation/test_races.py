@@ -428,3 +428,16 @@ y[t] = tmp[7 - t];
     sig = metal_sig("skip", body, [], [("y", y)])
     with pytest.raises(BarrierDivergenceError, match="4 of 8 threads wait at the barrier"):
         run_metal(sig, [], [y], (8, 1, 1), (8, 1, 1), init_value=0, options=RACES)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_races_between_groups_are_found_in_any_group_order(seed: int) -> None:
+    # Block b reads the element block b - 1 wrote: whichever block runs first, the pair races.
+    k = CudaKernel("""extern "C" __global__ void nb(int* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = i;
+    if (threadIdx.x == 0 && blockIdx.x > 0) y[i] += y[i - 1];
+}""", "nb")
+    with pytest.raises(DataRaceError, match=r"different blocks are never ordered"):
+        emulate_cuda_kernel(k, np.zeros(256, np.int32), grid=8, block=32,
+                            options=EmulatorOptions(races=True, random_order=True, seed=seed))
