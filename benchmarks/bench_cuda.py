@@ -37,6 +37,15 @@ extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x,
 }
 """
 
+TEN_ARGS = r"""
+extern "C" __global__ void ten(int n, float a, float b, double c, int d, unsigned int e,
+                               const float* __restrict__ x, const float* __restrict__ z,
+                               const int* __restrict__ w, float* __restrict__ y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + b * z[i] + (float)c + (float)(d + (int)e + w[i]);
+}
+"""
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 
@@ -104,12 +113,42 @@ def bench_overhead(launches: int) -> dict:
     def ours_slow_path():
         kernel(n, 2.0, x, y, grid=grid, block=block)
 
+    def ours_numpy_scalars():
+        kernel(np.int32(n), np.float32(2.0), x, y)
+
+    def ours_numpy_scalars_geometry():
+        kernel(np.int32(n), np.float32(2.0), x, y, grid=grid, block=block)
+
+    z = cupy.ones(n, dtype=cupy.float32)
+    w = cupy.ones(n, dtype=cupy.int32)
+    raw10 = cupy.RawKernel(TEN_ARGS, "ten")
+    ten = CudaKernel(TEN_ARGS, "ten")
+    prebuilt10 = (
+        np.int32(n), np.float32(2.0), np.float32(3.0), np.float64(0.5), np.int32(1),
+        np.uint32(2), x, z, w, y,
+    )
+
+    def raw10_prebuilt():
+        raw10(grid, block, prebuilt10)
+
+    def ours10_python():
+        ten(n, 2.0, 3.0, 0.5, 1, 2, x, z, w, y)
+
+    def ours10_numpy():
+        ten(np.int32(n), np.float32(2.0), np.float32(3.0), np.float64(0.5), np.int32(1),
+            np.uint32(2), x, z, w, y)
+
     cases = {
         "raw prebuilt": raw_prebuilt,
         "raw inline": raw_inline,
         "CudaKernel": ours,
+        "CudaKernel NumPy scalars": ours_numpy_scalars,
         "CudaKernel engine= n_threads=": ours_fixed_engine,
-        "CudaKernel grid= block= (general path)": ours_slow_path,
+        "CudaKernel grid= block=": ours_slow_path,
+        "CudaKernel grid= block= NumPy scalars": ours_numpy_scalars_geometry,
+        "10 args: raw prebuilt": raw10_prebuilt,
+        "10 args: CudaKernel Python scalars": ours10_python,
+        "10 args: CudaKernel NumPy scalars": ours10_numpy,
     }
     for fn in cases.values():  # compile and warm up
         for _ in range(200):
@@ -231,6 +270,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:42s} {ns[name] / 1e3:13.2f} {ns[name] / base:15.2f} {ss[name] / 1e3:15.2f}")
     print("micro (ns): " + ", ".join(f"{k} {v:.0f}" for k, v in overhead["micro_ns"].items()))
     ratio = ns["CudaKernel"] / base
+    styles = {
+        name: ns[name] / (ns["10 args: raw prebuilt"] if name.startswith("10 args") else base)
+        for name in ns
+        if name.startswith(("CudaKernel", "10 args: CudaKernel"))
+    }
+    print("\nratio to the raw prebuilt launch of the same kernel (target <= 1.1x):")
+    for name, r in styles.items():
+        print(f"  {name:42s} {r:5.2f}x {'PASS' if r <= 1.1 else 'FAIL'}")
     ratio_inline = ns["CudaKernel"] / ns["raw inline"]
     b = bandwidth
     share = b["push_GBps"] / b["copy_GBps"]
@@ -256,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             "overhead": overhead,
             "bandwidth": bandwidth,
             "ratio_vs_raw_prebuilt": ratio,
+            "ratio_per_style": styles,
             "ratio_vs_raw_inline": ratio_inline,
             "push_share_of_copy": share,
         }

@@ -25,12 +25,13 @@ __all__ = [
     "metal_engine",
     "require_cuda",
     "require_metal",
+    "staging_threshold",
 ]
 
 BACKENDS = ("numpy", "cupy")
 """Names accepted by :func:`cunumpy.set_backend` and ``CUNUMPY_BACKEND``."""
 
-METAL_ENGINES = ("mlx", "emulator")
+METAL_ENGINES = ("auto", "mlx", "emulator")
 """Engines that run :class:`~cunumpy.kernels.MetalKernel` launches."""
 
 CUDA_ENGINES = ("cupy", "emulator")
@@ -64,12 +65,13 @@ def initial_backend() -> str:
 
 
 def metal_engine() -> str:
-    """``CUNUMPY_METAL_ENGINE`` (``mlx`` or ``emulator``): what runs MetalKernel launches.
+    """``CUNUMPY_METAL_ENGINE`` (``auto``, ``mlx`` or ``emulator``): what runs MetalKernel launches.
 
-    Default ``mlx`` (a real Apple GPU through MLX). ``emulator`` runs every launch on the CPU
+    Default ``auto``: MLX where it reports a working Metal GPU, else the CPU emulator (with a
+    one-time warning). ``mlx`` requires the Apple GPU; ``emulator`` runs every launch on the CPU
     emulator, through the same front end. Read at every launch.
     """
-    return _choice("CUNUMPY_METAL_ENGINE", METAL_ENGINES, "mlx")
+    return _choice("CUNUMPY_METAL_ENGINE", METAL_ENGINES, "auto")
 
 
 def cuda_engine() -> str:
@@ -152,3 +154,34 @@ def emulator_races() -> bool | None:
             " is not one of 1, 0, true, false, on, off"
         )
     return None
+
+
+STAGING_THRESHOLD_DEFAULT = 16 << 20
+"""Default of ``CUNUMPY_STAGING_THRESHOLD``, in bytes (set from ``benchmarks/bench_transfers.py``)."""
+
+
+def staging_threshold() -> int | None:
+    """``CUNUMPY_STAGING_THRESHOLD``: the smallest array (bytes) copied through pinned buffers.
+
+    :func:`cunumpy.to_numpy` and :func:`cunumpy.to_cupy` copy arrays of at least this many bytes
+    in chunks through two pinned staging buffers, with the host side of the copy spread over
+    threads (``cunumpy._staging``). Smaller arrays take CuPy's ordinary path. Default 16 MiB
+    (below it the ordinary path was as fast on the H200 host);
+    ``off`` (or ``0``) turns staging off. Suffixes ``K``, ``M`` and ``G`` (powers of 1024) are
+    accepted. Read at every copy.
+    """
+    value = os.environ.get("CUNUMPY_STAGING_THRESHOLD", "").strip().upper()
+    if not value:
+        return STAGING_THRESHOLD_DEFAULT
+    if value in ("OFF", "0", "NO", "FALSE"):
+        return None
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(value[-1:], 1)
+    digits = value[:-1] if scale != 1 else value
+    try:
+        threshold = int(digits) * scale
+    except ValueError:
+        raise ValueError(
+            f"environment variable CUNUMPY_STAGING_THRESHOLD={os.environ['CUNUMPY_STAGING_THRESHOLD']!r}"
+            " is not a byte count such as 8388608, 8M or off"
+        ) from None
+    return threshold if threshold > 0 else None

@@ -6,7 +6,8 @@ so the examples run on any machine. A block whose first line is ``# requires: WH
 runs only where each WHAT is available and is skipped with the reason elsewhere:
 
 - ``cuda``: an NVIDIA GPU with CuPy; ``metal``: an Apple GPU with MLX;
-- ``emu-cuda``, ``emu-metal``: the CPU emulators; ``numba``: Numba.
+- ``emu-cuda``, ``emu-metal``: the CPU emulators; ``numba``: Numba; ``mlx``: MLX importable
+  (``mlx[cpu]`` on Linux is enough).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _REQUIRES = re.compile(r"#\s*requires:\s*(.+)")
-KNOWN = ("cuda", "metal", "emu-cuda", "emu-metal", "numba")
+KNOWN = ("cuda", "metal", "emu-cuda", "emu-metal", "numba", "mlx")
 
 
 def blocks(page: pathlib.Path) -> list[str]:
@@ -45,6 +46,12 @@ def missing_reason(names: list[str]) -> str | None:
     from cunumpy import _runners
 
     for name in names:
+        if name == "mlx":
+            import importlib.util
+
+            if importlib.util.find_spec("mlx") is None:
+                return "needs mlx: pip install 'mlx[cpu]' (Linux) or mlx (macOS)"
+            continue
         engine = {"cuda": "cupy", "metal": "mlx"}.get(name, name)
         ok, reason = _runners.engine_status(engine)
         if not ok:

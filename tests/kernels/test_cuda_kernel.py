@@ -301,6 +301,25 @@ def test_scalars_converted_to_exact_c_types(types_kernel, rec):
     assert args[1] == 2**32 - 1 and args[5] == 1
 
 
+def test_numpy_scalars_of_the_exact_type_skip_the_general_check(types_kernel, rec, monkeypatch):
+    """``np.float32(2)`` for a ``float`` (as CuPy users write it) takes the launcher's fast
+    conversion, like a Python number; other NumPy types still get the full check."""
+
+    def no_general_check(engine, index, value):
+        raise AssertionError(f"parameter {index} ({value!r}) went through the general check")
+
+    monkeypatch.setattr(types_kernel, "_check_scalar", no_general_check)
+    exact = dict(b=np.bool_(True), u=np.uint32(7), q=np.int64(-5), d=np.float64(1.5),
+                 s=np.int16(3), c=np.uint8(200))
+    call_types(types_kernel, **exact)
+    args = rec.calls[-1][1]
+    assert [type(a) for a in args[:6]] == [type(v) for v in exact.values()]
+    assert [a.item() for a in args[:6]] == [v.item() for v in exact.values()]
+    assert "_t3" in types_kernel.launcher_source()
+    with pytest.raises(AssertionError, match="parameter 1"):
+        call_types(types_kernel, **{**exact, "u": np.int64(7)})  # not the exact type
+
+
 @pytest.mark.parametrize(
     ("field", "value", "match"),
     [

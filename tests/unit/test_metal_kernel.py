@@ -304,7 +304,8 @@ def test_template_types_ints_and_bools(metal_engine):
 @pytest.mark.parametrize(
     "template, error",
     [({"1bad": 3}, ValueError), ({"N": 2**40}, OverflowError), ({"N": "x"}, TypeError),
-     ({"x": 3}, ValueError), ({"T": np.float64}, TypeError), ([("N", 3)], TypeError)],
+     ({"x": 3}, ValueError), ({"T": np.float64}, TypeError), (3, TypeError),
+     ({"T": "double"}, TypeError), ({"T": "floatx"}, TypeError), ([("N", 3, 4)], TypeError)],
 )
 def test_bad_templates_are_refused(template, error):
     k = MetalKernel("y[0] = x[0];", inputs=["x"], outputs=["y"], name="t")

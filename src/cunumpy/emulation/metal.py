@@ -73,7 +73,7 @@ from cunumpy.emulation.errors import (
     KernelCompileError,
     UnwrittenOutputError,
 )
-from cunumpy.kernels._metal_signature import MetalSignature, Param, metal_type_name
+from cunumpy.kernels._metal_signature import ATTRIBUTES, MetalSignature, Param, metal_type_name
 
 __all__ = ["DIALECT", "EmulatorOptions", "generate_source", "run_metal"]
 
@@ -148,20 +148,25 @@ def generate_source(
     checks: bool,
     checked_buffers: bool | None = None,
     checked_arrays: bool | None = None,
+    math_mode: str = "safe",
 ) -> Generated:
     """The C++ translation unit of one kernel variant.
 
     ``checked_buffers`` (default: ``checks``) declares buffer parameters, header helpers'
     pointer parameters and local pointer declarations as bounds-checked ``cn::ptr`` rather than
     raw pointers. ``checked_arrays`` (default: ``checks``) declares threadgroup arrays as
-    bounds-checked ``cn::tarr`` rather than plain arrays.
+    bounds-checked ``cn::tarr`` rather than plain arrays. ``math_mode`` is MLX's
+    ``compile_options["math_mode"]``: ``fast`` compiles the kernel with fast math and defines
+    ``__FAST_MATH__`` (as Metal's fast math mode does), ``relaxed`` allows reassociation only.
     """
     if checked_buffers is None:
         checked_buffers = checks
     if checked_arrays is None:
         checked_arrays = checks
     header = rewrite(
-        signature.header or "", checks=checked_arrays, checked_params=checked_buffers,
+        _strip_metal_attributes(_merge_address_space_specialisations(signature.header or "")),
+        checks=checked_arrays,
+        checked_params=checked_buffers,
         checked_pointers=checked_buffers,
     )
     body = rewrite(
@@ -174,7 +179,10 @@ def generate_source(
             f"{DIALECT.prefix(signature.name)} declares {len(shared)} threadgroup variables; the "
             "emulator supports 256"
         )
-    fibers = header.sync or body.sync
+    # thread_elements() gathers the lanes' fragments through lane exchanges (cn_metal.h).
+    fibers = header.sync or body.sync or "thread_elements" in signature.source + (
+        signature.header or ""
+    )
     fname = re.sub(r"\W", "_", signature.kernel_name or f"custom_kernel_{signature.name}")
     tparams, targs = _template_parts(signature.template)
     decls, defs, args = [], [], []
@@ -188,8 +196,7 @@ def generate_source(
             args.append(f"b{p.buffer}")
     nbuffers = sum(1 for p in signature.params if p.kind != "attribute")
     call = fname + (f"<{', '.join(targs)}>" if tparams else "")
-    parts = [
-        '#include "cn_metal.h"',
+    parts = ['#include "cn_metal.h"', *_MATH_MODE_LINES[math_mode],
         '#line 1 "header"',
         _with_newline(header.text),
         '#line 1 "wrapper"',
@@ -216,6 +223,68 @@ def generate_source(
         "",
     ]
     return Generated("\n".join(parts), shared, fibers, fname)
+
+
+_MATH_MODE_LINES = {
+    "safe": (),
+    "relaxed": ('#pragma GCC optimize("-fno-math-errno", "-fassociative-math", '
+                '"-fno-signed-zeros", "-fno-trapping-math")',),
+    "fast": ('#pragma GCC optimize("-ffast-math")', "#define __FAST_MATH__ 1"),
+}
+"""Lines after the runtime include for each MLX math mode (the runtime itself stays exact)."""
+
+
+_SPACES = r"(?:thread|device|constant|threadgroup|threadgroup_imageblock|ray_data|object_data)"
+_SPECIALISATION = re.compile(
+    r"template\s*<[^<>{};]*>\s*struct\s+(\w+)\s*<([^{};]*)>\s*(?::[^{};]*)?\{"
+)
+
+
+_METAL_ATTRIBUTE = re.compile(
+    r"\[\[\s*(?:buffer|threadgroup|texture|sampler|function_constant|"
+    + "|".join(name for name, _ in ATTRIBUTES)
+    + r")\s*(?:\(\s*\w*\s*\))?\s*\]\]"
+)
+
+
+def _strip_metal_attributes(text: str) -> str:
+    """Remove Metal's argument attributes (``[[threadgroup(0)]]``, ``[[buffer(1)]]``,
+    ``[[thread_position_in_grid]]``) from header functions: they mean nothing to the emulator,
+    and with the address-space words defined away they would not parse."""
+    return _METAL_ATTRIBUTE.sub("", text) if "[[" in text else text
+
+
+def _merge_address_space_specialisations(text: str) -> str:
+    """Drop a class template specialisation that differs from an earlier one only in Metal
+    address spaces (``pointer_element<thread T*>`` and ``pointer_element<device T*>``).
+
+    Address spaces are not types in the emulator's C++, so such specialisations would be
+    redefinitions. The dropped text keeps its newlines, so ``header:LINE`` stays right.
+    """
+    if not re.search(rf"<\s*{_SPACES}\b", text):
+        return text
+    seen: set[tuple[str, str]] = set()
+    out, pos = [], 0
+    for m in _SPECIALISATION.finditer(text):
+        if m.start() < pos or not re.search(rf"\b{_SPACES}\b", m.group(2)):
+            continue
+        key = (m.group(1), " ".join(re.sub(rf"\b{_SPACES}\b", " ", m.group(2)).split()))
+        depth, end = 0, m.end() - 1
+        while end < len(text):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+            if depth == 0:
+                break
+        if end < len(text) and text[end] == ";":
+            end += 1
+        if key in seen:
+            out.append(text[pos:m.start()])
+            out.append("\n" * text.count("\n", m.start(), end))
+            pos = end
+        else:
+            seen.add(key)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _with_newline(text: str) -> str:
@@ -329,24 +398,26 @@ def _check_outputs(name: str, signature: MetalSignature, outputs: Sequence[np.nd
 _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 
-def _memo_key(signature: MetalSignature, checks: bool, races: bool = False) -> tuple[Any, ...]:
+def _memo_key(
+    signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False
+) -> tuple[Any, ...]:
     """The in-process key of a compiled variant.
 
     Signatures compare template values with ``==``, and ``True == 1``: the value types are part of
     the key so a ``bool N`` variant is never served for an ``int N`` one.
     """
     types = tuple(type(v) for _, v in signature.template)
-    return (signature, types, checks, races, config.cache_dir_override())
+    return (signature, types, checks, math_mode, races, config.cache_dir_override())
 
 
 def _variant(
-    signature: MetalSignature, checks: bool, races: bool = False
+    signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False
 ) -> tuple[Generated, _build.Library]:
-    memo = _memo_key(signature, checks, races)
+    memo = _memo_key(signature, checks, math_mode, races)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         return hit
-    gen = generate_source(signature, checks=checks)
+    gen = generate_source(signature, checks=checks, math_mode=math_mode)
 
     def build(g: Generated) -> _build.Library:
         return _build.build_library(
@@ -364,7 +435,7 @@ def _variant(
     except KernelCompileError as exc:
         if not (checks and ("cn::ptr" in exc.log or "cn::tarr" in exc.log)):
             raise
-        gen, lib, what = _fallback(signature, build)
+        gen, lib, what = _fallback(signature, build, math_mode)
         first = next((ln for ln in exc.log.splitlines() if "error" in ln), "")
         warnings.warn(
             f"{DIALECT.prefix(signature.name)} bounds checks of {what} are off: with checked "
@@ -379,20 +450,21 @@ def _variant(
 
 
 def _fallback(
-    signature: MetalSignature, build: Any
+    signature: MetalSignature, build: Any, math_mode: str = "safe"
 ) -> tuple[Generated, _build.Library, str]:
     """Rebuild a kernel that does not compile with checked pointers: first with raw buffer
     pointers, then also with plain threadgroup arrays. Checked pointers and arrays are class
     objects, and a header function template taking ``device T*`` or ``threadgroup T*`` cannot
     deduce T from them when it is called with a raw pointer (``&x[i]``, a cast) or a
     multi-dimensional array."""
-    gen = generate_source(signature, checks=True, checked_buffers=False)
+    gen = generate_source(signature, checks=True, checked_buffers=False, math_mode=math_mode)
     try:
         return gen, build(gen), "buffer arguments"
     except KernelCompileError as again:
         if "cn::tarr" not in again.log:
             raise
-    gen = generate_source(signature, checks=True, checked_buffers=False, checked_arrays=False)
+    gen = generate_source(signature, checks=True, checked_buffers=False, checked_arrays=False,
+                          math_mode=math_mode)
     return gen, build(gen), "buffer arguments and threadgroup arrays"
 
 
@@ -411,6 +483,7 @@ def run_metal(
     *,
     init_value: Any = None,
     options: EmulatorOptions | None = None,
+    math_mode: str = "safe",
 ) -> None:
     """Run one Metal kernel launch on the CPU, writing ``outputs`` in place.
 
@@ -433,6 +506,8 @@ def run_metal(
     options : EmulatorOptions, optional
         Checks, random order, isolation; default from the environment
         (``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``, ``CUNUMPY_EMULATOR_ISOLATED``).
+    math_mode : {"safe", "relaxed", "fast"}, optional
+        MLX's ``compile_options["math_mode"]`` (see :func:`generate_source`).
 
     Raises
     ------
@@ -445,6 +520,10 @@ def run_metal(
     """
     opts = resolve_options(options)
     name = signature.name
+    if math_mode not in _MATH_MODE_LINES:
+        raise ValueError(
+            f"{DIALECT.prefix(name)} math_mode {math_mode!r} is not one of safe, relaxed, fast"
+        )
     g, t = _check_geometry(name, grid, threadgroup)
     _check_outputs(name, signature, outputs)
     if opts.isolated:
@@ -453,12 +532,13 @@ def run_metal(
         run_isolated(
             "cunumpy.emulation.metal:run_metal",
             (signature, list(inputs), list(outputs), g, t),
-            {"init_value": init_value, "options": replace(opts, isolated=False)},
+            {"init_value": init_value, "math_mode": math_mode,
+             "options": replace(opts, isolated=False)},
             outputs,
             DIALECT.prefix(name),
         )
         return
-    gen, lib = _variant(signature, opts.checks, bool(opts.races))
+    gen, lib = _variant(signature, opts.checks, math_mode, bool(opts.races))
     buffers = _buffers(signature, inputs, outputs)
     poisoned = opts.checks and init_value is None
 

@@ -15,6 +15,7 @@ from cunumpy.kernels._cuda_engines import (
     register_cuda_engine,
 )
 from cunumpy.kernels._metal_engines import EmulatedDeviceArray
+from cunumpy.kernels._mlx_api import metal_kernel
 from cunumpy.kernels.cuda import CudaKernel
 from cunumpy.kernels.dispatch import (
     Kernel,
@@ -49,6 +50,7 @@ __all__ = [
     "metal_asarray",
     "metal_available",
     "metal_dispatch_enabled",
+    "metal_kernel",
     "register_cuda_engine",
     "set_metal_dispatch",
     "use_metal",

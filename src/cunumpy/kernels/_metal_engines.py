@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -26,6 +27,8 @@ __all__ = [
     "EmulatedDeviceArray",
     "MetalEngine",
     "get_metal_engine",
+    "resolve_metal_engine",
+    "warn_auto_fallback",
 ]
 
 
@@ -118,8 +121,15 @@ class MetalEngine(Protocol):
         grid: tuple[int, int, int],
         threadgroup: tuple[int, int, int],
         template: Sequence[tuple[str, Any]],
+        *,
+        init_value: Any = None,
+        math_mode: str = "safe",
     ) -> list[Any]:
-        """Run one launch; return the outputs as device arrays."""
+        """Run one launch; return the outputs as device arrays.
+
+        ``init_value`` fills the outputs first (None: uninitialised); ``math_mode`` is MLX's
+        ``compile_options["math_mode"]`` (``safe``, ``relaxed`` or ``fast``).
+        """
 
 
 class EmulatorEngine:
@@ -151,16 +161,16 @@ class EmulatorEngine:
         return EmulatedDeviceArray(np.ascontiguousarray(device._data))
 
     def launch(self, kernel, signature, inputs, output_shapes, output_dtypes, grid, threadgroup,
-               template) -> list[EmulatedDeviceArray]:
+               template, *, init_value=None, math_mode="safe") -> list[EmulatedDeviceArray]:
         from cunumpy.emulation.metal import run_metal
 
         outputs = [np.empty(shape, dtype=dtype) for shape, dtype in zip(output_shapes,
                                                                          output_dtypes)]
-        if kernel.init_value is not None:
+        if init_value is not None:
             for o in outputs:
-                o.fill(kernel.init_value)
+                o.fill(init_value)
         run_metal(signature, [a._data for a in inputs], outputs, grid, threadgroup,
-                  init_value=kernel.init_value, options=kernel.emulator_options)
+                  init_value=init_value, options=kernel.emulator_options, math_mode=math_mode)
         return [EmulatedDeviceArray(o) for o in outputs]
 
 
@@ -198,18 +208,21 @@ class MLXEngine:
         return numpy_dtype(a.dtype), tuple(a.shape)
 
     def to_device(self, host: np.ndarray, dtype: np.dtype, contiguous: bool) -> Any:
-        from cunumpy.kernels._metal_mlx import mx_dtype
+        from cunumpy.kernels._metal_mlx import from_numpy
 
-        return self._mx().array(host, dtype=mx_dtype(dtype))
+        self._mx()
+        return from_numpy(host, dtype)
 
     def host_view(self, device: Any) -> np.ndarray:
-        return np.asarray(device)
+        from cunumpy.kernels._metal_mlx import to_numpy
+
+        return to_numpy(device)
 
     def contiguous(self, device: Any) -> Any:
         return device  # MLX makes inputs row-contiguous itself when the kernel asks for it
 
     def launch(self, kernel, signature, inputs, output_shapes, output_dtypes, grid, threadgroup,
-               template) -> list[Any]:
+               template, *, init_value=None, math_mode="safe") -> list[Any]:
         from cunumpy.kernels._metal_mlx import launch_mlx
 
         return launch_mlx(
@@ -224,9 +237,10 @@ class MLXEngine:
             grid,
             threadgroup,
             template=list(template),
-            init_value=kernel.init_value,
+            init_value=init_value,
             atomic_outputs=kernel.atomic_outputs,
             ensure_row_contiguous=kernel.ensure_row_contiguous,
+            compile_options=() if math_mode == "safe" else (("math_mode", math_mode),),
         )
 
 
@@ -235,10 +249,15 @@ def _engine(name: str) -> MetalEngine:
     return MLXEngine() if name == "mlx" else EmulatorEngine()
 
 
-def get_metal_engine(name: str | None = None) -> MetalEngine:
-    """The engine called ``name`` (``"mlx"`` or ``"emulator"``), default from the environment.
+_warned_auto = [False]
 
-    ``None`` reads ``CUNUMPY_METAL_ENGINE`` (see :func:`cunumpy.config.metal_engine`).
+
+def resolve_metal_engine(name: str | None = None) -> str:
+    """``"mlx"`` or ``"emulator"``: the engine ``name`` stands for here.
+
+    ``None`` reads ``CUNUMPY_METAL_ENGINE``; ``"auto"`` (the default) is ``"mlx"`` where MLX
+    reports a working Metal GPU and ``"emulator"`` elsewhere (a launch then warns once, see
+    :func:`warn_auto_fallback`). ``"emu-metal"`` is ``"emulator"``.
     """
     if name is None:
         name = config.metal_engine()
@@ -248,4 +267,40 @@ def get_metal_engine(name: str | None = None) -> MetalEngine:
         raise ValueError(
             f"unknown Metal engine {name!r}; valid engines are {', '.join(config.METAL_ENGINES)}"
         )
-    return _engine(name)
+    if name != "auto":
+        return name
+    from cunumpy.kernels._availability import metal_status
+
+    return "mlx" if metal_status()[0] else "emulator"
+
+
+def warn_auto_fallback(requested: str | None, stacklevel: int = 4) -> None:
+    """Warn once per process that ``auto`` fell back to the emulator (called at a launch)."""
+    if _warned_auto[0]:
+        return
+    name = config.metal_engine() if requested is None else requested
+    if name != "auto":
+        return
+    from cunumpy.kernels._availability import metal_status
+
+    ok, reason, _ = metal_status()
+    if ok:
+        return
+    _warned_auto[0] = True
+    from cunumpy.emulation.errors import EmulatorWarning
+
+    warnings.warn(
+        f"MetalKernel runs on the CPU emulator (emu-metal): {reason.split(';')[0]}. Set "
+        "CUNUMPY_METAL_ENGINE=emulator to silence this, or =mlx to require a Metal GPU",
+        EmulatorWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def get_metal_engine(name: str | None = None) -> MetalEngine:
+    """The engine called ``name`` (``"auto"``, ``"mlx"`` or ``"emulator"``).
+
+    ``None`` reads ``CUNUMPY_METAL_ENGINE`` (see :func:`cunumpy.config.metal_engine`); ``auto``
+    is resolved by :func:`resolve_metal_engine`.
+    """
+    return _engine(resolve_metal_engine(name))

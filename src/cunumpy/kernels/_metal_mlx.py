@@ -17,9 +17,19 @@ from typing import Any
 
 import numpy as np
 
+from cunumpy.kernels._metal_dtypes import bfloat16, is_bfloat16
 from cunumpy.kernels._metal_signature import MetalSignature, _normalise_template
 
-__all__ = ["clear_kernel_cache", "launch_mlx", "mlx_template", "mx_dtype", "numpy_dtype"]
+__all__ = [
+    "clear_kernel_cache",
+    "from_numpy",
+    "launch_mlx",
+    "mlx_template",
+    "mx_dtype",
+    "numpy_dtype",
+    "real_metal_kernel",
+    "to_numpy",
+]
 
 _ENGINE = "mlx"
 
@@ -73,7 +83,7 @@ def mx_dtype(np_dtype: Any) -> Any:
         MLX is not installed.
     """
     mx = _import_mlx()
-    name = np.dtype(np_dtype).name
+    name = "bfloat16" if is_bfloat16(np_dtype) else np.dtype(np_dtype).name
     try:
         return getattr(mx, _MX_NAMES[name])
     except KeyError:
@@ -95,14 +105,43 @@ def numpy_dtype(mlx_dtype: Any) -> np.dtype:
     mx = _import_mlx()
     for name, attribute in _MX_NAMES.items():
         if getattr(mx, attribute, None) == mlx_dtype:
-            try:
-                return np.dtype(name)
-            except TypeError as exc:
-                raise TypeError(
-                    f"MLX dtype {name} has no NumPy counterpart here (install ml_dtypes for "
-                    "bfloat16, or convert the array to float32)"
-                ) from exc
+            if name == "bfloat16":
+                try:
+                    return bfloat16()
+                except ImportError as exc:
+                    raise TypeError(f"MLX dtype bfloat16 has no NumPy counterpart here: {exc}") \
+                        from exc
+            return np.dtype(name)
     raise TypeError(f"{mlx_dtype!r} is not an MLX dtype that cunumpy knows")
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """A NumPy view of an MLX array (bfloat16 as ``ml_dtypes.bfloat16``, bit for bit).
+
+    Evaluates the array; ``numpy.asarray`` shares MLX's memory where MLX allows it.
+    """
+    mx = _import_mlx()
+    if a.dtype == mx.bfloat16:
+        return np.asarray(a.view(mx.uint16)).view(numpy_dtype(a.dtype))
+    return np.asarray(a)
+
+
+def from_numpy(host: np.ndarray, dtype: Any = None) -> Any:
+    """An MLX array copied from a NumPy array, converted to ``dtype`` (NumPy) first if given."""
+    mx = _import_mlx()
+    if dtype is not None and np.dtype(dtype) != host.dtype:
+        host = host.astype(dtype)
+    if is_bfloat16(host.dtype):
+        return mx.array(np.ascontiguousarray(host).view(np.uint16)).view(mx.bfloat16)
+    return mx.array(host, dtype=mx_dtype(host.dtype))
+
+
+def real_metal_kernel() -> Any:
+    """MLX's own ``mx.fast.metal_kernel``, also while :func:`cunumpy.testing.mlx_metal_on_cpu`
+    has put cunumpy's factory in its place."""
+    mx = _import_mlx()
+    factory = mx.fast.metal_kernel
+    return getattr(factory, "_cunumpy_replaced", factory)
 
 
 def mlx_template(template: Sequence[tuple[str, Any]], kernel: str = "?") -> list[tuple[str, Any]]:
@@ -131,14 +170,18 @@ def _kernel(
     header: str,
     ensure_row_contiguous: bool,
     atomic_outputs: bool,
+    compile_options: tuple[tuple[str, str], ...] = (),
 ) -> Any:
-    key = (name, source, header, input_names, output_names, ensure_row_contiguous, atomic_outputs)
+    key = (name, source, header, input_names, output_names, ensure_row_contiguous, atomic_outputs,
+           compile_options)
     with _KERNELS_LOCK:
         kernel = _KERNELS.get(key)
     if kernel is not None:
         return kernel
-    mx = _import_mlx()
-    kernel = mx.fast.metal_kernel(
+    factory = real_metal_kernel()
+    extra = {"compile_options": dict(compile_options)} if compile_options else {}
+    kernel = factory(
+        **extra,
         name=name,
         input_names=list(input_names),
         output_names=list(output_names),
@@ -209,6 +252,7 @@ def launch_mlx(
     atomic_outputs: bool,
     ensure_row_contiguous: bool,
     verbose: bool = False,
+    compile_options: tuple[tuple[str, str], ...] = (),
 ) -> list:
     """Run one MetalKernel launch through ``mx.fast.metal_kernel``.
 
@@ -240,6 +284,8 @@ def launch_mlx(
         Passed to ``mx.fast.metal_kernel``.
     verbose : bool, optional
         Let MLX print the generated source (to the C++ standard output).
+    compile_options : tuple of (str, str), optional
+        MLX's ``compile_options`` (``(("math_mode", "fast"),)``); empty for MLX's default.
 
     Returns
     -------
@@ -266,6 +312,7 @@ def launch_mlx(
         header,
         bool(ensure_row_contiguous),
         bool(atomic_outputs),
+        tuple(compile_options),
     )
     mx_template = mlx_template(template, signature.name)
     dtypes = [mx_dtype(d) for d in output_dtypes]

@@ -923,8 +923,12 @@ class CudaKernel:
                 cond = f"{v}.__class__ is bool"
             else:
                 cond = "False"
+            # A NumPy scalar of exactly the parameter's type (``np.float32(2)`` for a float, as
+            # CuPy users write them) needs neither a range check nor a conversion.
+            ns[f"_t{i}"] = dt.type
             lines.append(
-                f"    if {cond}:\n        {v} = _c{i}({v})\n    else:\n"
+                f"    if {cond}:\n        {v} = _c{i}({v})\n"
+                f"    elif {v}.__class__ is _t{i}:\n        {v} = _c{i}({v})\n    else:\n"
                 f"        {v} = _scalar({i}, {v})"
             )
         bs = self.block_size

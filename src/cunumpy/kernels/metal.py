@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from cunumpy import profiling
-from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine
+from cunumpy.kernels._metal_dtypes import msl_dtype, supported_dtypes
+from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine, warn_auto_fallback
 from cunumpy.kernels._metal_signature import ArgSpec, MetalSignature, build_signature
 
 __all__ = ["MetalKernel", "metal_asarray"]
@@ -29,17 +30,14 @@ _RESERVED = frozenset(
 )
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
-_SUPPORTED = frozenset(
-    np.dtype(t)
-    for t in (
-        np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-        np.uint64, np.float16, np.float32, np.complex64,
-    )
-)
 _ATOMIC_OK = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.float32))
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
-_SUPPORTED_TEXT = "bool, int8/16/32/64, uint8/16/32/64, float16, float32, complex64"
+_SUPPORTED_TEXT = (
+    "bool, int8/16/32/64, uint8/16/32/64, float16, float32, complex64 and bfloat16 "
+    "(ml_dtypes.bfloat16)"
+)
+_MATH_MODES = ("safe", "relaxed", "fast")
 
 
 def _check_names(role: str, names: Any) -> tuple[str, ...]:
@@ -115,8 +113,9 @@ class MetalKernel:
     The kernel compiles at its first call for each distinct set of argument dtypes, small-input
     layout and template values; MLX caches the compiled pipeline, and the emulator caches the
     compiled library on disk (``CUNUMPY_CACHE_DIR``, default the user cache directory).
-    ``CUNUMPY_METAL_ENGINE`` (``mlx`` or ``emulator``) picks the engine at each call; so does the
-    ``engine`` keyword of a call.
+    ``CUNUMPY_METAL_ENGINE`` (``auto``, the default: MLX where a Metal GPU works, else the
+    emulator with a one-time warning; ``mlx``; ``emulator``) picks the engine at each call; so
+    does the ``engine`` keyword of a call.
 
     MLX names a templated variant after its values written as text, so ``{"N": True}`` and
     ``{"N": 1}`` get the same kernel name there (``_1``). cunumpy keeps the two apart (different
@@ -192,6 +191,12 @@ class MetalKernel:
         self.ensure_row_contiguous = bool(ensure_row_contiguous)
         self.emulator_options = emulator_options
         self._signatures: dict[Any, MetalSignature] = {}
+        # Per input: does the body subscript it (``a[``)? A number passed for such an input is a
+        # one-element array, otherwise a 0-d value as MLX makes it.
+        self._subscripted = tuple(
+            re.search(rf"(?<![\w.]){re.escape(n)}\s*\[", source) is not None
+            for n in self.input_names
+        )
         self._templates: dict[Any, tuple[tuple[str, Any], ...]] = {}
 
     def __repr__(self) -> str:
@@ -207,7 +212,7 @@ class MetalKernel:
 
     def _device_dtype(self, dtype: np.dtype, role: str, index: int) -> np.dtype:
         """The dtype the array has on the device; raises for what Metal cannot take."""
-        if dtype in _SUPPORTED:
+        if dtype in supported_dtypes():
             return dtype
         if dtype == _F64:
             if self.float64 == "cast":
@@ -228,7 +233,12 @@ class MetalKernel:
         )
 
     def _scalar(self, value: Any, index: int) -> np.ndarray:
-        """A Python number as the one-element array the spec describes."""
+        """A number as an input: a one-element array where the body subscripts the name
+        (``a[0]``, the spec's convention), else a 0-d array (MLX's: the body reads ``a``)."""
+        one = self._scalar_1d(value, index)
+        return one if self._subscripted[index] else one.reshape(())
+
+    def _scalar_1d(self, value: Any, index: int) -> np.ndarray:
         if isinstance(value, bool):
             return np.array([value], dtype=np.bool_)
         if isinstance(value, int):
@@ -269,6 +279,11 @@ class MetalKernel:
                 if dtype == _F64:
                     raise TypeError(f"{self._where('input', i)} is a float64 device array")
                 bound.append((a, self._device_dtype(dtype, "input", i), True))
+            elif isinstance(a, (list, tuple)):
+                raise TypeError(
+                    f"{self._where('input', i)} is a Python {type(a).__name__}; pass a NumPy "
+                    f"array of the dtype the kernel expects, e.g. np.asarray(x, dtype=np.float32)"
+                )
             else:
                 raise TypeError(
                     f"{self._where('input', i)} is a {type(a).__module__}.{type(a).__name__}; "
@@ -363,24 +378,26 @@ class MetalKernel:
     def _template(self, template: Any) -> tuple[tuple[str, Any], ...]:
         if template is None:
             return ()
-        try:  # the same dict of constants at every call of a time loop: check it once
-            key = tuple((k, type(v), v) for k, v in template.items())
+        try:  # the same constants at every call of a time loop: check them once
+            items = template.items() if isinstance(template, Mapping) else template
+            key = tuple((k, type(v), v) for k, v in items)
             return self._templates[key]
         except KeyError:
             checked = self._check_template(template)
             self._templates[key] = checked
             return checked
-        except (AttributeError, TypeError):  # not a dict, or unhashable values
+        except (AttributeError, TypeError, ValueError):  # not pairs, or unhashable values
             return self._check_template(template)
 
     def _check_template(self, template: Any) -> tuple[tuple[str, Any], ...]:
-        if not isinstance(template, Mapping):
+        pairs = _template_pairs(template)
+        if pairs is None:
             raise TypeError(
                 f"MetalKernel {self.name!r}: template must be a dict of name -> int, bool or "
-                f"NumPy dtype, got {type(template).__name__}"
+                f"dtype (or a list of (name, value) pairs), got {type(template).__name__}"
             )
         items = []
-        for key, value in template.items():
+        for key, value in pairs:
             if not isinstance(key, str) or not _IDENTIFIER.match(key) or key in _RESERVED:
                 raise ValueError(
                     f"MetalKernel {self.name!r}: template name {key!r} is not a usable identifier"
@@ -398,14 +415,8 @@ class MetalKernel:
                     )
                 items.append((key, int(value)))
             else:
-                try:
-                    dtype = np.dtype(value)
-                except TypeError:
-                    raise TypeError(
-                        f"MetalKernel {self.name!r}: template {key}={value!r} must be an int, "
-                        "a bool or a NumPy dtype"
-                    ) from None
-                if dtype not in _SUPPORTED and dtype != _F64:
+                dtype = self._template_dtype(key, value)
+                if dtype not in supported_dtypes() and dtype != _F64:
                     raise TypeError(
                         f"MetalKernel {self.name!r}: template {key}={dtype} is not a Metal type; "
                         f"supported: {_SUPPORTED_TEXT}"
@@ -417,6 +428,32 @@ class MetalKernel:
                     )
                 items.append((key, dtype))
         return tuple(items)
+
+    def _template_dtype(self, key: str, value: Any) -> np.dtype:
+        """A template type given as a NumPy or MLX dtype, or as an MSL type name."""
+        where = f"MetalKernel {self.name!r}: template {key}={value!r}"
+        if isinstance(value, str):
+            try:
+                dtype = msl_dtype(value)
+            except ImportError as exc:
+                raise TypeError(f"{where}: {exc}") from None
+            if dtype is None:
+                raise TypeError(
+                    f"{where} is not a Metal type name; use an MSL name (float, half, bfloat, "
+                    "int, uint, short, ushort, char, uchar, long, ulong, bool) or a dtype such "
+                    "as np.float32"
+                )
+            return dtype
+        if type(value).__module__.startswith("mlx"):
+            from cunumpy.kernels._metal_mlx import numpy_dtype
+
+            return numpy_dtype(value)
+        try:
+            return np.dtype(value)
+        except TypeError:
+            raise TypeError(
+                f"{where} must be an int, a bool, a dtype or an MSL type name"
+            ) from None
 
     def _signature(self, in_specs: tuple, out_dtypes: list[np.dtype],
                    out_shapes: list[tuple[int, ...]], template: tuple) -> MetalSignature:
@@ -461,6 +498,7 @@ class MetalKernel:
         output_shapes: Any = None,
         output_dtypes: Any = None,
         engine: str | None = None,
+        threadgroup: int | Sequence[int] | None = None,
     ) -> Any:
         """Launch the kernel.
 
@@ -468,37 +506,54 @@ class MetalKernel:
         ----------
         *inputs
             One per name in ``inputs``: NumPy arrays (any layout; never modified), Python
-            numbers (a float becomes a one-element float32 array, an int a one-element int32
-            array, read as ``a[0]``), or device arrays of the engine (used without a copy).
+            numbers (a float is float32, an int int32: a one-element array where the body
+            subscripts the name, ``a[0]``, else a single value read as ``a``, as MLX declares
+            it), or device arrays of the engine (used without a copy).
         out : ndarray or tuple of ndarray
             One writeable NumPy array per output; their shapes and dtypes define the outputs and
             they are filled in place (any layout).
         n_threads : int or tuple of 1-3 ints, optional
             Total number of threads per dimension (not threadgroups). Default: the first axis
             of the first output.
-        template : dict, optional
-            Compile-time constants: int, bool or NumPy dtype (a type). Each distinct set
-            compiles another variant.
+        template : dict or list of (name, value), optional
+            Compile-time constants: int, bool or a type (NumPy or MLX dtype, or an MSL type
+            name such as ``"float"`` or ``"half"``). Each distinct set compiles another variant.
         output_shapes, output_dtypes : optional
             Instead of ``out``: the outputs stay on the device and are returned as device arrays
             (``mlx.core.array``, or :class:`EmulatedDeviceArray` on the emulator) that the next
             call takes without a copy. Bring them back with :func:`cunumpy.to_numpy`.
-        engine : {"mlx", "emulator"}, optional
+        engine : {"auto", "mlx", "emulator"}, optional
             Overrides ``CUNUMPY_METAL_ENGINE`` for this call.
+        threadgroup : int or tuple of 1-3 ints, optional
+            Threads per threadgroup for this call (as MLX takes it at each call); default the
+            kernel's ``threadgroup``.
 
         Returns
         -------
         ndarray, tuple of ndarray, device array or tuple of device arrays
             ``out`` itself (one output) or the tuple of outputs; device arrays in resident mode.
         """
-        eng = get_metal_engine(engine)
+        return self._run(inputs, out, n_threads, template, output_shapes, output_dtypes,
+                         get_metal_engine(engine), threadgroup, requested=engine)
+
+    def _run(self, inputs: tuple, out: Any, n_threads: Any, template: Any, output_shapes: Any,
+             output_dtypes: Any, eng: MetalEngine, threadgroup: Any = None, *,
+             init_value: Any = None, math_mode: str = "safe", verbose: bool = False,
+             requested: str | None = None) -> Any:
+        """One launch (``__call__`` and :func:`cunumpy.kernels.metal_kernel` call it)."""
         bound, outs, shapes, out_dtypes, grid, tmpl, sig = self._prepare(
             inputs, out, n_threads, template, output_shapes, output_dtypes, eng
         )
+        tg = self.threadgroup if threadgroup is None else _check_threadgroup(threadgroup)
+        if init_value is None:
+            init_value = self.init_value
+        if verbose:
+            print(f"Generated source code for `{self.name}`:\n```\n{sig.text()}\n```", flush=True)
         if outs is not None and any(_size(s) == 0 for s in shapes[:1]) and n_threads is None:
             return outs[0] if len(outs) == 1 else tuple(outs)  # nothing to launch
         eng.check_available()
-        tg = self.threadgroup
+        if eng.name == "emu-metal":
+            warn_auto_fallback(requested)
         threadgroup = (min(tg[0], grid[0]), min(tg[1], grid[1]), min(tg[2], grid[2]))
         device_inputs = []
         contiguous = self.ensure_row_contiguous
@@ -516,7 +571,7 @@ class MetalKernel:
                 )
             device_inputs.append(dev)
         results = eng.launch(self, sig, device_inputs, shapes, out_dtypes, grid, threadgroup,
-                             tmpl)
+                             tmpl, init_value=init_value, math_mode=math_mode)
         if outs is None:
             return results[0] if len(results) == 1 else tuple(results)
         for i, (o, r) in enumerate(zip(outs, results)):
@@ -555,6 +610,17 @@ class MetalKernel:
         *_, sig = self._prepare(inputs, out, n_threads, template, output_shapes, output_dtypes,
                                 probe)
         return sig.text()
+
+
+def _template_pairs(template: Any) -> list[tuple[Any, Any]] | None:
+    """``(name, value)`` pairs of a dict or of a list of pairs (MLX's form); None otherwise."""
+    if isinstance(template, Mapping):
+        return list(template.items())
+    if isinstance(template, (list, tuple)) and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in template
+    ):
+        return [tuple(p) for p in template]  # type: ignore[misc]
+    return None
 
 
 def _size(shape: tuple[int, ...]) -> int:

@@ -130,6 +130,8 @@ def _metal_where(port: Any) -> _Where | str:
     ok, reason, _ = metal_status()
     if ok:
         return _Where("numpy", "mlx")
+    if name == "auto":  # no Metal GPU here: the default engine is the emulator
+        return _no_compiler("Metal") or _Where("numpy", "emu-metal")
     return f"{reason}"
 
 

@@ -17,6 +17,9 @@ Fixtures
 ``metal_engine`` / ``cuda_engine``
     Parametrised over the real engine (``mlx`` / ``cupy``) and ``emulator``; the test runs with
     ``CUNUMPY_METAL_ENGINE`` / ``CUNUMPY_CUDA_ENGINE`` set to it.
+``mlx_metal_on_cpu``
+    The test runs inside :func:`cunumpy.testing.mlx_metal_on_cpu`: ``mx.fast.metal_kernel``
+    runs custom Metal kernels on the CPU emulator. Skips when MLX is not installed.
 ``kernel_port``
     Parametrised over ``"host"``, ``"cuda"`` and ``"metal"``; every
     :class:`~cunumpy.kernels.Kernel` call in the test goes to that version
@@ -165,3 +168,13 @@ def kernel_port(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         _check_races(monkeypatch)
     with use_port(port):
         yield port
+
+
+@pytest.fixture(name="mlx_metal_on_cpu")
+def _mlx_metal_on_cpu_fixture() -> Iterator[object]:
+    """``mx.fast.metal_kernel`` runs custom kernels on the CPU emulator during the test."""
+    pytest.importorskip("mlx.core", reason="the mlx_metal_on_cpu fixture needs MLX")
+    from cunumpy.testing._mlx import mlx_metal_on_cpu
+
+    with mlx_metal_on_cpu() as factory:
+        yield factory

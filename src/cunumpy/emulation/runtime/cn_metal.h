@@ -464,19 +464,92 @@ inline bool atomic_compare_exchange_strong_explicit(volatile atomic<T>* o, cn_ar
 // 32 lanes; here every lane holds the whole matrix and every lane performs each load, multiply
 // and store (the same values, since Metal requires all lanes to make the same call with the same
 // arguments). Loads and stores index the pointer they are given, so buffer pointers stay
-// bounds-checked. Not provided: thread_elements() (the per-lane element layout is not
-// emulated).
+// bounds-checked.
+//
+// thread_elements() gives a lane its own two elements, with Apple's layout: with q = lane / 4,
+// lane l holds row (q & 4) + (l / 2) % 4, columns (q & 2) * 2 + (l % 2) * 2 and the next one.
+// It is a reference into the lane's copy, so a lane that writes it changes only its copy; the
+// matrix is then marked, and the next whole-matrix operation (store, multiply, copy into another
+// fragment's owner) first gathers every lane's two elements from the SIMD group (four lane
+// exchanges), as the hardware's distributed matrix would hold them. A kernel that calls
+// thread_elements() runs its threads as fibers for that.
 // ---------------------------------------------------------------------------------------------
+
+namespace cn_frag {
+// Row and first column of lane `lane`'s two elements of an 8x8 SIMD-group matrix.
+inline int row(uint32_t lane) { return int(((lane / 4) & 4) + (lane / 2) % 4); }
+inline int col(uint32_t lane) { return int(((lane / 4) & 2) * 2 + (lane % 2) * 2); }
+inline uint32_t current_lane() {
+  const cn::ThreadInfo* t = cn::g.cur;
+  return t ? t->lin % t->width : 0;
+}
+template <class T>
+struct pair {
+  T a, b;
+};
+// The elements of 8 lanes (lanes 8k .. 8k+7), 16 values.
+template <class T>
+struct part {
+  T v[16];
+};
+template <class T, int K>
+void resolve(cn::Fiber** lanes, uint32_t width) {
+  part<T> p{};
+  for (uint32_t j = 0; j < 8; ++j) {
+    const uint32_t src = uint32_t(K) * 8 + j;
+    if (src < width && lanes[src]) {
+      const pair<T>& e = cn::lane_in<pair<T>>(lanes[src]);
+      p.v[2 * j] = e.a;
+      p.v[2 * j + 1] = e.b;
+    }
+  }
+  for (uint32_t i = 0; i < width; ++i)
+    if (lanes[i]) cn::lane_out<part<T>>(lanes[i], p);
+}
+}  // namespace cn_frag
 
 template <class T, int Cols, int Rows>
 struct simdgroup_matrix {
   static_assert(Cols == 8 && Rows == 8, "Metal SIMD-group matrices are 8x8");
-  T e[Rows][Cols];  // row-major: e[row][column]
+  static_assert(sizeof(vec<T, 2>) == 2 * sizeof(T), "vec<T, 2> must be two packed elements");
+  alignas(alignof(vec<T, 2>)) T e[Rows][Cols];  // row-major: e[row][column]
+  // True when a lane may have written its thread_elements(): the copies differ between lanes.
+  mutable bool cn_split = false;
   simdgroup_matrix() = default;
   // A diagonal matrix with dval on the diagonal.
   explicit simdgroup_matrix(T dval) {
     for (int r = 0; r < Rows; ++r)
       for (int c = 0; c < Cols; ++c) e[r][c] = r == c ? dval : T(0);
+  }
+  // This lane's two elements (see the comment above cn_frag).
+  vec<T, 2>& thread_elements() {
+    const uint32_t l = cn_frag::current_lane();
+    cn_split = true;
+    return *reinterpret_cast<vec<T, 2>*>(&e[cn_frag::row(l)][cn_frag::col(l)]);
+  }
+  const vec<T, 2>& thread_elements() const {
+    const uint32_t l = cn_frag::current_lane();
+    return *reinterpret_cast<const vec<T, 2>*>(&e[cn_frag::row(l)][cn_frag::col(l)]);
+  }
+  // Makes this lane's copy whole again: every element from the lane that owns it.
+  void cn_gather(int line = __builtin_LINE(), const char* file = __builtin_FILE()) const {
+    if (!cn_split) return;
+    cn_split = false;
+    T(&m)[Rows][Cols] = const_cast<simdgroup_matrix*>(this)->e;
+    const uint32_t me = cn_frag::current_lane();
+    const cn_frag::pair<T> mine{m[cn_frag::row(me)][cn_frag::col(me)],
+                                m[cn_frag::row(me)][cn_frag::col(me) + 1]};
+    cn_frag::part<T> parts[4];
+    parts[0] = cn::lane_exchange<cn_frag::part<T>>(mine, 0, &cn_frag::resolve<T, 0>, line, file);
+    parts[1] = cn::lane_exchange<cn_frag::part<T>>(mine, 1, &cn_frag::resolve<T, 1>, line, file);
+    parts[2] = cn::lane_exchange<cn_frag::part<T>>(mine, 2, &cn_frag::resolve<T, 2>, line, file);
+    parts[3] = cn::lane_exchange<cn_frag::part<T>>(mine, 3, &cn_frag::resolve<T, 3>, line, file);
+    for (uint32_t l = 0; l < 32; ++l) {
+      const T* v = &parts[l / 8].v[2 * (l % 8)];
+      if (l == me) continue;
+      m[cn_frag::row(l)][cn_frag::col(l)] = v[0];
+      m[cn_frag::row(l)][cn_frag::col(l) + 1] = v[1];
+    }
   }
 };
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
@@ -498,6 +571,7 @@ inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, P src,
                            ulong elements_per_row = Cols, O matrix_origin = O(0),
                            bool transpose_matrix = false) {
   const ulong2 o = ulong2(matrix_origin);
+  d.cn_split = false;
   for (int r = 0; r < Rows; ++r)
     for (int c = 0; c < Cols; ++c) {
       const ulong i = transpose_matrix ? ulong(c) : ulong(r), j = transpose_matrix ? ulong(r) : ulong(c);
@@ -510,6 +584,7 @@ inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, P dst,
                             ulong elements_per_row = Cols, O matrix_origin = O(0),
                             bool transpose_matrix = false) {
   const ulong2 o = ulong2(matrix_origin);
+  a.cn_gather();
   for (int r = 0; r < Rows; ++r)
     for (int c = 0; c < Cols; ++c) {
       const ulong i = transpose_matrix ? ulong(c) : ulong(r), j = transpose_matrix ? ulong(r) : ulong(c);
@@ -524,6 +599,9 @@ inline void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d,
                                           const simdgroup_matrix<TB, Cols, K>& b,
                                           const simdgroup_matrix<T, Cols, Rows>& c) {
   using W = cn_detail::wide_t<T>;
+  a.cn_gather();
+  b.cn_gather();
+  c.cn_gather();
   simdgroup_matrix<T, Cols, Rows> out;
   for (int r = 0; r < Rows; ++r)
     for (int j = 0; j < Cols; ++j) {

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #if defined(__clang__)
 #pragma clang diagnostic push
@@ -112,6 +113,44 @@ using std::remove_reference;
 using std::remove_reference_t;
 using std::true_type;
 using std::false_type;
+// More of <metal_type_traits> / <metal_utility>, as MLX's own headers (steel GEMM) use them.
+using std::add_const;
+using std::add_const_t;
+using std::add_pointer;
+using std::add_pointer_t;
+using std::bool_constant;
+using std::common_type;
+using std::common_type_t;
+using std::integer_sequence;
+using std::is_array;
+using std::is_base_of;
+using std::is_class;
+using std::is_const;
+using std::is_enum;
+using std::is_function;
+using std::is_pointer;
+using std::is_reference;
+using std::is_trivially_copyable;
+using std::is_void;
+using std::is_volatile;
+using std::make_integer_sequence;
+using std::remove_const;
+using std::remove_const_t;
+using std::remove_extent;
+using std::remove_extent_t;
+using std::remove_pointer;
+using std::remove_pointer_t;
+using std::remove_volatile;
+using std::remove_volatile_t;
+using std::underlying_type;
+using std::underlying_type_t;
+// Address spaces are empty words in the emulator's C++: removing one changes nothing.
+template <class T>
+struct remove_addrspace {
+  using type = T;
+};
+template <class T>
+using remove_addrspace_t = typename remove_addrspace<T>::type;
 
 namespace cn_detail {
 
