@@ -441,3 +441,21 @@ def test_races_between_groups_are_found_in_any_group_order(seed: int) -> None:
     with pytest.raises(DataRaceError, match=r"different blocks are never ordered"):
         emulate_cuda_kernel(k, np.zeros(256, np.int32), grid=8, block=32,
                             options=EmulatorOptions(races=True, random_order=True, seed=seed))
+
+
+def test_race_default_follows_the_context_and_the_environment(monkeypatch) -> None:
+    from cunumpy import config
+    from cunumpy.emulation._options import checking_races, resolve_options
+
+    monkeypatch.delenv("CUNUMPY_EMULATOR_RACES", raising=False)
+    assert resolve_options(None).races is False
+    with checking_races():
+        assert resolve_options(None).races is True
+        assert resolve_options(EmulatorOptions()).races is True
+        assert resolve_options(EmulatorOptions(races=False)).races is False
+    monkeypatch.setenv("CUNUMPY_EMULATOR_RACES", "0")
+    with checking_races():
+        assert resolve_options(None).races is False
+    monkeypatch.setenv("CUNUMPY_EMULATOR_RACES", "maybe")
+    with pytest.raises(ValueError, match="CUNUMPY_EMULATOR_RACES"):
+        config.emulator_races()
