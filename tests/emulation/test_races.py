@@ -181,6 +181,27 @@ y[t] = s[t ^ 1];
         expect={0: 3, 1: 0, 63: 186},
     ),
     Pair(
+        "lane_sync_does_not_order_other_warps",
+        cuda="""
+extern "C" __global__ void k(int* y) {
+    __shared__ int s[64];
+    int t = threadIdx.x;
+    s[t] = t;
+    /*R*/__syncwarp();/*F*/__syncthreads();/*E*/
+    y[t] = s[63 - t];
+}""",
+        metal="""
+threadgroup int s[64];
+uint t = thread_position_in_threadgroup.x;
+s[t] = int(t);
+/*R*/simdgroup_barrier(mem_flags::mem_threadgroup);/*F*/threadgroup_barrier(mem_flags::mem_threadgroup);/*E*/
+y[t] = s[63 - t];
+""",
+        match=r"index (63|0): (read|write) by thread \((0|63),0,0\).* and (write|read) by thread "
+              r"\((63|0),0,0\)",
+        expect={0: 63, 63: 0},
+    ),
+    Pair(
         "warp_shuffle_orders_lanes",
         cuda="""
 extern "C" __global__ void k(int* y) {
