@@ -551,6 +551,27 @@ CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_read_range(void* p, 
 CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_write_range(void* p, unsigned long n) {
   if (::cn::race::st.on) ::cn::race::access(p, uint32_t(n), true, __builtin_return_address(0));
 }
+// Clang's instrumentation calls these for memcpy/memmove/memset.
+CN_NOTSAN __attribute__((visibility("hidden"))) void* __tsan_memcpy(void* d, const void* src,
+                                                                    unsigned long n) {
+  if (::cn::race::st.on) {
+    ::cn::race::access(src, uint32_t(n), false, __builtin_return_address(0));
+    ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
+  }
+  return std::memcpy(d, src, n);
+}
+CN_NOTSAN __attribute__((visibility("hidden"))) void* __tsan_memmove(void* d, const void* src,
+                                                                     unsigned long n) {
+  if (::cn::race::st.on) {
+    ::cn::race::access(src, uint32_t(n), false, __builtin_return_address(0));
+    ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
+  }
+  return std::memmove(d, src, n);
+}
+CN_NOTSAN __attribute__((visibility("hidden"))) void* __tsan_memset(void* d, int c, unsigned long n) {
+  if (::cn::race::st.on) ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
+  return std::memset(d, c, n);
+}
 CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_init() {}
 CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_func_entry(void*) {}
 CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_func_exit() {}
