@@ -102,19 +102,26 @@ def inline_includes(
     here: Path | None,
     include_dirs: tuple[str, ...],
     prefix: str,
+    defines: tuple[tuple[str, str | None], ...] = (),
 ) -> tuple[str, dict[str, str]]:
     """``text`` with found includes inlined; also ``{label: text}`` of every file inlined.
 
     Raises NotImplementedError (naming ``prefix``) for libraries the emulator does not provide.
+    Include lines in preprocessor branches that ``defines`` rule out are left as they are.
     """
+    from cunumpy.kernels._cuda_preprocess import inactive_spans
+
     seen: set[Path] = set()
     texts: dict[str, str] = {label: text}
 
     def expand(src: str, name: str, folder: Path | None) -> str:
         out: list[str] = []
         pos = 0
+        skipped = inactive_spans(src, defines)
         for m in _INCLUDE_LINE.finditer(src):
             quote, rel = m.group(1), m.group(2).strip()
+            if any(a <= m.start() < b for a, b in skipped):
+                continue  # the compiler skips it too
             out.append(src[pos : m.start()])
             pos = m.end()
             what = _refused(rel)

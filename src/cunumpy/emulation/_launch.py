@@ -189,6 +189,12 @@ def launch(
         raise _failure(report, dialect, kernel, buffers, shared, order, lib)
 
 
+def _null_name(label: str) -> str:
+    """The parameter name in ``argument 'x' (...)``, for a hint."""
+    parts = label.split("'")
+    return parts[1] if len(parts) > 2 else "p"
+
+
 def _failure(
     r: _Report,
     dialect: Dialect,
@@ -226,6 +232,12 @@ def _failure(
         if not at and r.pc[0] and lib is not None:
             found = source_lines(lib.path, [r.pc[0]])[0]
             at = f", {found}" if found else ""
+        if 0 <= r.buffer < len(buffers) and buffers[r.buffer].address == 0 and r.extent == 0:
+            return OutOfBoundsError(
+                f"{prefix} null pointer dereference: {label} was accessed at index {r.index} "
+                f"{where}{at}; pass an array, or guard the access (if ({_null_name(label)}))"
+                f"{further}{order}"
+            )
         return OutOfBoundsError(
             f"{prefix} {label}: index {r.index} out of bounds ({word} {r.extent}) {where}"
             f"{at}{further}{order}"

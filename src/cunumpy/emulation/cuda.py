@@ -29,7 +29,13 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   naming a lane that waits elsewhere, a calling lane missing from its own mask, shuffle widths
   that are not powers of two (:class:`~cunumpy.emulation.errors.EmulationError`);
 - device ``assert`` and ``__trap()``: the launch stops with the failing thread and expression;
-- shared memory over 227 KiB per block.
+- shared memory over 227 KiB per block;
+- a ``None`` pointer argument that the kernel reads or writes (a null pointer dereference,
+  reported with the line);
+- elements of the pointer parameters declared write-only (``CudaKernel(..., outputs=[...])``)
+  that no thread wrote (:class:`~cunumpy.emulation.errors.UnwrittenOutputError`): they are
+  poisoned before the launch; one- and two-byte integer outputs are confirmed by a second
+  launch, with the other writable arguments restored first.
 
 With ``EmulatorOptions(races=True)`` (``CUNUMPY_EMULATOR_RACES=1``; on by default in
 :func:`cunumpy.testing.assert_kernels_agree`), data races in shared and global memory, within
@@ -40,10 +46,10 @@ and between blocks and between the lanes of a warp
 Not checked: pointers made by casts (``reinterpret_cast`` included) or by ``&x[i]`` (raw
 pointers; a raw pointer passed to a ``__device__`` function stays unchecked; race checking sees
 them all), reads of uninitialised shared memory (it is
-filled with 0xFF bytes: NaN for floats, -1 for integers), and output elements left unwritten
-(pointer arguments are inputs as well as outputs; :func:`cunumpy.testing.assert_kernels_agree`
-poisons them itself). When checked pointers make a kernel fail to compile (a ``__device__``
-template deducing ``T`` from ``T*``), the emulator compiles it again with raw pointers for the
+filled with 0xFF bytes: NaN for floats, -1 for integers), and unwritten elements of pointers
+not declared in ``outputs=`` (CUDA pointers are inputs as well as outputs). When checked
+pointers make a kernel fail to compile (a ``__device__`` template deducing ``T`` from ``T*``),
+the emulator compiles it again with raw pointers for the
 ``__device__`` functions, then for the kernel too, and says so with an
 :class:`~cunumpy.emulation.errors.EmulatorWarning`.
 
@@ -90,6 +96,8 @@ from cunumpy.kernels._cuda_engines import (
     cuda_engine_names,
     register_cuda_engine,
 )
+from cunumpy.kernels._cuda_outputs import poison_and_check
+from cunumpy.kernels._cuda_preprocess import active_text, defines_from_options
 from cunumpy.kernels._cuda_signature import C_TYPES, CudaParam
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -178,6 +186,8 @@ class CudaProgram:
     folder: str | None = None
     label: str = "kernel.cu"
     header_digest: str = field(default="", compare=True)
+    outputs: tuple[int, ...] = ()
+    """Indices of the pointer parameters declared write-only (``CudaKernel(outputs=...)``)."""
 
     @property
     def prefix(self) -> str:
@@ -186,29 +196,8 @@ class CudaProgram:
 
 
 def _defines(options: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
-    out: list[tuple[str, str | None]] = []
-    it = iter(options)
-    for opt in it:
-        value: str | None
-        if opt in ("-D", "-U", "--define-macro", "--undefine-macro"):
-            value = next(it, "")
-            kind = "D" if opt in ("-D", "--define-macro") else "U"
-        elif opt.startswith("--define-macro="):
-            kind, value = "D", opt.split("=", 1)[1]
-        elif opt.startswith("--undefine-macro="):
-            kind, value = "U", opt.split("=", 1)[1]
-        elif opt.startswith("-D"):
-            kind, value = "D", opt[2:]
-        elif opt.startswith("-U"):
-            kind, value = "U", opt[2:]
-        else:
-            continue
-        if kind == "U":
-            out.append((value, None))
-        else:
-            name, eq, val = value.partition("=")
-            out.append((name, val if eq else "1"))
-    return tuple(out)
+    """``-D`` (value) and ``-U`` (None) options, in order."""
+    return defines_from_options(options)
 
 
 def program_for(kernel: CudaKernel) -> CudaProgram:
@@ -244,6 +233,7 @@ def program_for(kernel: CudaKernel) -> CudaProgram:
         folder=folder,
         label=label,
         header_digest=kernel.header_digest(),
+        outputs=tuple(getattr(kernel, "_write_only", ())),
     )
 
 
@@ -276,16 +266,19 @@ def generate_source(
     prefix = program.prefix
     folder = Path(program.folder) if program.folder else None
     text, texts = inline_includes(
-        program.source, program.label, folder, program.include_dirs, prefix
+        program.source, program.label, folder, program.include_dirs, prefix,
+        defines=program.defines,
     )
-    refused = unsupported_features(text)
+    # Scan only what the preprocessor keeps: an inactive `typedef __nv_bfloat16 T;` is no use.
+    refused = unsupported_features(active_text(text, program.defines))
     if refused:
         raise NotImplementedError(
             f"{prefix} uses {', '.join(refused)}, which the CUDA emulator (emu-cuda) does not "
             "support; run this kernel on a GPU (engine='cupy')"
         )
     rw: CudaRewritten = rewrite_cuda(
-        text, checks=checks, kernel_name=program.name, checked_pointers=checked_pointers
+        text, checks=checks, kernel_name=program.name.rsplit("::", 1)[-1],
+        checked_pointers=checked_pointers
     )
     nslots = rw.nstatic + (1 if rw.dynamic else 0)
     if nslots > 256:
@@ -450,6 +443,12 @@ def _label(name: str, arr: np.ndarray) -> str:
 
 
 def _value_bytes(program: CudaProgram, p: CudaParam, value: Any) -> np.ndarray:
+    if p.dtype is not None and p.kind in ("vector", "struct") and isinstance(
+        value, (np.ndarray, np.generic)
+    ):
+        # Its bytes: checked by the front end, or (check_signature=False) by the runtime's size
+        # test against the C type.
+        return np.ascontiguousarray(value).reshape(-1).view(np.uint8)
     if p.dtype is not None:
         if isinstance(value, np.ndarray) and value.ndim:
             raise TypeError(
@@ -475,6 +474,11 @@ def _buffers(
         raise TypeError(f"{prefix} takes {len(program.params)} arguments ({names}); got {len(args)}")
     out: list[_launch.BufferArg] = []
     for p, value in zip(program.params, args, strict=True):
+        if p.pointer and value is None:
+            out.append(_launch.BufferArg(
+                f"argument '{p.name}' (a null pointer: None was passed)", 0, 0, None
+            ))
+            continue
         if p.pointer:
             if not isinstance(value, np.ndarray):
                 if hasattr(value, "__cuda_array_interface__"):
@@ -604,12 +608,20 @@ def run_cuda(
         return
     gen, lib = _variant(program, opts.checks, bool(opts.races))
     buffers = _buffers(program, args, int(shared_mem))
-    _launch.launch(
-        lib, DIALECT, program.name, buffers, threads, b,
-        random_order=opts.random_order, seed=opts.seed,
-        races=bool(opts.races), strict_barriers=opts.strict_barriers,
-        shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic else gen.shared,
-    )
+
+    def once() -> None:
+        _launch.launch(
+            lib, DIALECT, program.name, buffers, threads, b,
+            random_order=opts.random_order, seed=opts.seed,
+            races=bool(opts.races), strict_barriers=opts.strict_barriers,
+            shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic
+            else gen.shared,
+        )
+
+    if opts.checks and program.outputs:
+        poison_and_check(program.prefix, program.params, args, program.outputs, once, _label)
+    else:
+        once()
 
 
 def _run_child(program, args, outputs, grid, block, shared_mem, options=None) -> None:

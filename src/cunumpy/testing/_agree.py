@@ -161,6 +161,21 @@ def _metal_poison(kernel: Any, args: Sequence[Any]) -> Any:
     return None
 
 
+def _cuda_declared(kernel: Any, names: Sequence[str], args: Sequence[Any]) -> list[tuple[str, int]]:
+    """Host parameters the CUDA port declares write-only (``CudaKernel(outputs=...)``), by
+    position, that can be poisoned."""
+    cuda = kernel.cuda
+    declared = set(getattr(cuda, "outputs", ()) or ())
+    params = getattr(cuda, "params", ()) or ()
+    out = []
+    for i, p in enumerate(params):
+        if p.name in declared and i < len(names) and _is_array(args[i]) and (
+            _poison(np.dtype(args[i].dtype)) is not None
+        ):
+            out.append((names[i], i))
+    return out
+
+
 def _computes_in_float32(kernel: Any, port: str, args: Sequence[Any]) -> bool:
     """True when ``port`` computes float64 arguments in float32 (Metal ``float64="cast"``)."""
     if port != "metal" or getattr(kernel.metal, "float64", "error") != "cast":
@@ -287,7 +302,9 @@ def assert_kernels_agree(
     non-const pointers); with no declaration, every array argument. Before each run, the outputs
     the host kernel only writes (found by running the host once with them poisoned: its results
     must not change) are filled with NaN (floats) or the most negative / largest integer, so an
-    element a port forgets to write fails. A port that cannot run here (no GPU and no emulator
+    element a port forgets to write fails; so are, before the CUDA port runs, the parameters its
+    ``CudaKernel(..., outputs=[...])`` declares write-only (on the CPU emulator, the port itself
+    then raises :class:`~cunumpy.emulation.UnwrittenOutputError` naming the elements). A port that cannot run here (no GPU and no emulator
     selected through ``CUNUMPY_CUDA_ENGINE`` / ``CUNUMPY_METAL_ENGINE=emulator``) is skipped
     with the reason, after the other ports are checked; ``CUNUMPY_REQUIRE_CUDA=1`` /
     ``CUNUMPY_REQUIRE_METAL=1`` make that skip a failure. Ports that run on a CPU emulator are
@@ -403,7 +420,8 @@ def assert_kernels_agree(
                             f"{n!r}; draw the values with NumPy's generator and convert them "
                             "with cunumpy.to_cupy"
                         )
-            for _, i in write_only:
+            declared = _cuda_declared(kernel, names, args) if port == "cuda" else []
+            for _, i in write_only + [d for d in declared if d not in write_only]:
                 args[i][...] = _poison(np.dtype(args[i].dtype))
             init = _metal_poison(kernel, args) if port == "metal" else None
             try:
@@ -420,7 +438,7 @@ def assert_kernels_agree(
                     kernel.metal.init_value = None
             results = {n: _to_numpy(args[i]) for n, i in zip(outputs, out_index)}
         cast = _computes_in_float32(kernel, port, args)
-        poisoned = {n for n, _ in write_only}
+        poisoned = {n for n, _ in write_only} | {n for n, _ in declared}
         if port == "metal" and init is not None:
             poisoned |= {host for role, host in kernel.metal_mapping.values() if role == "output"}
         for n in outputs:
