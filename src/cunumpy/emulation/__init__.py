@@ -9,8 +9,9 @@ for the rest of the process.
 - :mod:`cunumpy.emulation.cuda`: the CUDA engine (``emu-cuda``; ``CUNUMPY_CUDA_ENGINE=emulator``),
   what it checks and what not; :func:`emulate_cuda_kernel` runs one CudaKernel launch on it.
 - :class:`EmulatorOptions`: checks, data-race checking, random threadgroup order, isolated
-  (child-process) launches, strict barriers; defaults from ``CUNUMPY_EMULATOR_CHECKS``,
-  ``CUNUMPY_EMULATOR_RACES``, ``CUNUMPY_EMULATOR_ORDER``, ``CUNUMPY_EMULATOR_ISOLATED``.
+  (child-process) launches, strict barriers, what undefined behaviour does; defaults from
+  ``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_RACES``, ``CUNUMPY_EMULATOR_ORDER``,
+  ``CUNUMPY_EMULATOR_ISOLATED``, ``CUNUMPY_EMULATOR_UNDEFINED``.
 - :mod:`cunumpy.emulation.errors`: the exceptions (all subclasses of :class:`EmulationError`).
 
 Importing this package neither runs nor looks for a compiler; the first launch does.
@@ -35,6 +36,8 @@ from cunumpy.emulation.errors import (
     KernelCompileError,
     KernelCrashError,
     OutOfBoundsError,
+    UndefinedBehaviorError,
+    UndefinedBehaviorWarning,
     UnsafeCacheError,
     UnwrittenOutputError,
 )
@@ -52,6 +55,8 @@ __all__ = [
     "KernelCompileError",
     "KernelCrashError",
     "OutOfBoundsError",
+    "UndefinedBehaviorError",
+    "UndefinedBehaviorWarning",
     "UnsafeCacheError",
     "UnwrittenOutputError",
     "clear_cache",

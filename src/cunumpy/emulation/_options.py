@@ -49,6 +49,14 @@ class EmulatorOptions:
         (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`). Off, they count as arrived,
         as on NVIDIA and Apple GPUs; live threads waiting at different barriers are an error
         either way.
+    undefined : {"error", "warn"}, default "error"
+        What undefined behaviour does (CUDA emulator: a warp shuffle that reads a lane outside
+        its mask or a lane that takes no part, a calling lane missing from its mask, ...):
+        ``"error"`` stops the launch with
+        :class:`~cunumpy.emulation.errors.UndefinedBehaviorError` (an
+        :class:`~cunumpy.emulation.errors.InactiveLaneError` for an inactive lane); ``"warn"``
+        emits an :class:`~cunumpy.emulation.errors.UndefinedBehaviorWarning` and goes on.
+        ``CUNUMPY_EMULATOR_UNDEFINED=warn``.
     """
 
     checks: bool = True
@@ -57,6 +65,14 @@ class EmulatorOptions:
     isolated: bool = False
     races: bool | None = None
     strict_barriers: bool = False
+    undefined: str = "error"
+
+    def __post_init__(self) -> None:
+        if self.undefined not in config.EMULATOR_UNDEFINED:
+            raise ValueError(
+                f"EmulatorOptions(undefined={self.undefined!r}) must be one of "
+                f"{', '.join(map(repr, config.EMULATOR_UNDEFINED))}"
+            )
 
 
 @contextlib.contextmanager
@@ -93,4 +109,5 @@ def resolve_options(options: EmulatorOptions | None) -> EmulatorOptions:
         random_order=config.emulator_order() == "random",
         isolated=config.emulator_isolated(),
         races=races,
+        undefined=config.emulator_undefined(),
     )

@@ -24,10 +24,13 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`); threads that left through a
   ``return`` count as arrived, as on the GPU (``EmulatorOptions(strict_barriers=True)`` reports
   them too);
-- warp functions reading a lane that has exited, waits elsewhere, or does not exist
-  (:class:`~cunumpy.emulation.errors.InactiveLaneError`), or that the mask leaves out, masks
-  naming a lane that waits elsewhere, a calling lane missing from its own mask, shuffle widths
-  that are not powers of two (:class:`~cunumpy.emulation.errors.EmulationError`);
+- undefined behaviour of warp functions, named with the rule, the line and the lanes
+  (:class:`~cunumpy.emulation.errors.UndefinedBehaviorError`; ``EmulatorOptions(undefined=
+  "warn")`` warns and goes on): reading a lane that has exited, waits elsewhere, or does not
+  exist (:class:`~cunumpy.emulation.errors.InactiveLaneError`, a subclass), or that the mask
+  leaves out, masks naming a lane that waits elsewhere, a calling lane missing from its own
+  mask, shuffle widths that are not powers of two. Cooperative-group operations are built on
+  the same primitives and get the same checks;
 - device ``assert`` and ``__trap()``: the launch stops with the failing thread and expression;
 - shared memory over 227 KiB per block;
 - a ``None`` pointer argument that the kernel reads or writes (a null pointer dereference,
@@ -58,9 +61,15 @@ that relies on implicit lockstep without ``__syncwarp`` (a data race since Volta
 different results here, as it may on a GPU. ``extern "C"`` is compiled with C++ linkage, so a
 kernel may be named like a C library function.
 
+Runtime headers stand in for ``<cooperative_groups.h>`` (and its reduce, scan and memcpy_async
+headers), CUB's block and warp collectives, ``<cuComplex.h>``, ``<cuda_bf16.h>``, CuPy's
+``<cupy/complex.cuh>``, ``<cupy/float16.cuh>`` and ``<cupy/carray.cuh>``, and libcu++'s
+``<cuda/std/...>``; a kernel's own global names that the host's headers also declare
+(``typedef unsigned long long uint64_t;``, ``__constant__ float gamma;``) keep their meaning.
 Refused with :class:`NotImplementedError` naming the engine and the feature: inline PTX (``asm``),
-textures and surfaces, kernel launches from kernels, cooperative groups, CUB, Thrust, WMMA, and
-kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
+textures and surfaces, kernel launches from kernels, grid-wide and cluster synchronisation, the
+rest of CUB (device-wide algorithms, radix sort, ...), Thrust algorithms, WMMA, CuPy's
+``CArray``, and kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
 (flushed after each launch). Results of transcendental functions follow the host's C library,
 not CUDA's ulp bounds; ``--use_fast_math`` and other compiler options except ``-D``/``-U``/``-I``
 are ignored.
@@ -68,6 +77,8 @@ are ignored.
 
 from __future__ import annotations
 
+import ctypes
+import random
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -79,12 +90,14 @@ import numpy as np
 
 from cunumpy import config
 from cunumpy.emulation import _build, _launch
+from cunumpy.emulation._cuda_names import rename_user_typedefs
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
     rewrite_cuda,
     unsupported_features,
 )
+from cunumpy.emulation._cuda_undefined import UbReport, check_report, meta_words
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation.errors import EmulationError, EmulatorWarning, KernelCompileError
@@ -269,6 +282,7 @@ def generate_source(
         program.source, program.label, folder, program.include_dirs, prefix,
         defines=program.defines,
     )
+    text = rename_user_typedefs(text, keep=program.name.rsplit("::", 1)[-1])
     # Scan only what the preprocessor keeps: an inactive `typedef __nv_bfloat16 T;` is no use.
     refused = unsupported_features(active_text(text, program.defines))
     if refused:
@@ -294,9 +308,13 @@ def generate_source(
     lines.append('#line 1 "cn-launch"')
     lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {")
     lines.append(f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {n + 1}) return -2;")
-    lines.append(
-        f"  ::cn::cuda::dynamic_shared_bytes = *static_cast<const int64_t*>(d->buffers[{n}].data);"
-    )
+    lines += [
+        f"  const long long* cn_meta = static_cast<const long long*>(d->buffers[{n}].data);",
+        "  ::cn::cuda::dynamic_shared_bytes = cn_meta[0];",
+        f"  ::cn::cuda::ub_mode = d->buffers[{n}].extent >= 24 ? cn_meta[1] : 0;",
+        f"  ::cn::cuda::ub_report = d->buffers[{n}].extent >= 24 ? "
+        "reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;",
+    ]
     names = []
     for i, p in enumerate(program.params):
         if p.pointer:
@@ -466,7 +484,8 @@ def _value_bytes(program: CudaProgram, p: CudaParam, value: Any) -> np.ndarray:
 
 
 def _buffers(
-    program: CudaProgram, args: Sequence[Any], shared_mem: int
+    program: CudaProgram, args: Sequence[Any], shared_mem: int,
+    undefined: tuple[str, UbReport] | None = None,
 ) -> list[_launch.BufferArg]:
     prefix = program.prefix
     if len(args) != len(program.params):
@@ -512,8 +531,10 @@ def _buffers(
             out.append(_launch.BufferArg(
                 p.name, arr.__array_interface__["data"][0], arr.nbytes, arr
             ))
-    meta = np.array([shared_mem], dtype=np.int64)
-    out.append(_launch.BufferArg("launch", meta.__array_interface__["data"][0], 8, meta))
+    mode, report = undefined if undefined is not None else ("error", UbReport())
+    meta = meta_words(shared_mem, mode, report)
+    out.append(_launch.BufferArg("launch", meta.__array_interface__["data"][0], 24,
+                                 (meta, report)))
     return out
 
 
@@ -607,16 +628,28 @@ def run_cuda(
         )
         return
     gen, lib = _variant(program, opts.checks, bool(opts.races))
-    buffers = _buffers(program, args, int(shared_mem))
+    report = UbReport()
+    buffers = _buffers(program, args, int(shared_mem), (opts.undefined, report))
+    seed = opts.seed
+    if opts.random_order and seed is None:
+        seed = random.getrandbits(64)
+    order = f" (random order, seed {seed})" if opts.random_order else ""
 
     def once() -> None:
-        _launch.launch(
-            lib, DIALECT, program.name, buffers, threads, b,
-            random_order=opts.random_order, seed=opts.seed,
-            races=bool(opts.races), strict_barriers=opts.strict_barriers,
-            shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic
-            else gen.shared,
-        )
+        ctypes.memset(ctypes.addressof(report), 0, ctypes.sizeof(report))
+        try:
+            _launch.launch(
+                lib, DIALECT, program.name, buffers, threads, b,
+                random_order=opts.random_order, seed=seed,
+                races=bool(opts.races), strict_barriers=opts.strict_barriers,
+                shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic
+                else gen.shared,
+            )
+        except EmulationError:
+            if opts.undefined == "warn":  # say what happened before the failure propagates
+                check_report(report, program.prefix, opts.undefined, order)
+            raise
+        check_report(report, program.prefix, opts.undefined, order)
 
     if opts.checks and program.outputs:
         poison_and_check(program.prefix, program.params, args, program.outputs, once, _label)

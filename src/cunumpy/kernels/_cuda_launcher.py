@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cunumpy.kernels._cuda_engines import DEFAULT_LIMITS, CudaEngine, env_getter, env_value
+from cunumpy.profiling import _compile_generated
 
 if TYPE_CHECKING:  # pragma: no cover
     from cunumpy.kernels.cuda import CudaKernel
@@ -87,7 +88,7 @@ def build_launcher(kernel: CudaKernel, engine: CudaEngine) -> Any:
         )
         text = "\n".join(lines) + "\n"
         kernel._sources[engine] = text
-        exec(compile(text, f"<CudaKernel {kernel.name} launcher>", "exec"), ns)
+        exec(_compile_generated(text, f"CudaKernel {kernel.name} launcher"), ns)
         return ns["launch"]
     types = engine.array_types()
     ns["_AT"] = types[0] if types else _NoArrayType
@@ -200,5 +201,5 @@ def build_launcher(kernel: CudaKernel, engine: CudaEngine) -> Any:
         f"    _slow(_eng, {tup}, n_threads, grid, block, shared_mem, stream, check_finite)\n"
     )
     kernel._sources[engine] = text
-    exec(compile(text, f"<CudaKernel {kernel.name} launcher>", "exec"), ns)
+    exec(_compile_generated(text, f"CudaKernel {kernel.name} launcher"), ns)
     return ns["launch"]

@@ -1,6 +1,8 @@
 """``assert_kernels_agree``: run a :class:`~cunumpy.kernels.Kernel`'s ports against its host kernel.
 
-pytest is imported only when a port has to be skipped (through :mod:`cunumpy.testing._markers`).
+pytest is imported only when a port has to be skipped inside a running pytest test (through
+:mod:`cunumpy.testing._markers`); outside pytest a port that cannot run raises
+:class:`~cunumpy.testing.PortsNotRunError` (or warns, when another port was checked).
 """
 
 from __future__ import annotations
@@ -295,6 +297,9 @@ def assert_kernels_agree(
         A port's output differs from the host's: the message names the kernel, the port and its
         engine, the output, and the worst element (index, both values, absolute and relative
         error), and says when that element still holds the poison value.
+    PortsNotRunError
+        Outside pytest only: no requested port could run here, or a port required with
+        ``CUNUMPY_REQUIRE_CUDA`` / ``CUNUMPY_REQUIRE_METAL`` could not (see Notes).
 
     Notes
     -----
@@ -304,11 +309,16 @@ def assert_kernels_agree(
     must not change) are filled with NaN (floats) or the most negative / largest integer, so an
     element a port forgets to write fails; so are, before the CUDA port runs, the parameters its
     ``CudaKernel(..., outputs=[...])`` declares write-only (on the CPU emulator, the port itself
-    then raises :class:`~cunumpy.emulation.UnwrittenOutputError` naming the elements). A port that cannot run here (no GPU and no emulator
-    selected through ``CUNUMPY_CUDA_ENGINE`` / ``CUNUMPY_METAL_ENGINE=emulator``) is skipped
-    with the reason, after the other ports are checked; ``CUNUMPY_REQUIRE_CUDA=1`` /
-    ``CUNUMPY_REQUIRE_METAL=1`` make that skip a failure. Ports that run on a CPU emulator are
-    checked for data races too (:class:`~cunumpy.emulation.DataRaceError`;
+    then raises :class:`~cunumpy.emulation.UnwrittenOutputError` naming the elements). A port
+    that cannot run here (no GPU and no emulator selected through ``CUNUMPY_CUDA_ENGINE`` /
+    ``CUNUMPY_METAL_ENGINE=emulator``) is dealt with after the other ports are checked. Inside a
+    pytest test, the test is skipped with the reason; ``CUNUMPY_REQUIRE_CUDA=1`` /
+    ``CUNUMPY_REQUIRE_METAL=1`` make that skip a failure. Outside pytest (a script, a notebook),
+    :class:`~cunumpy.testing.PortsNotRunError` names each port that could not run and why, when
+    no port ran or a required one did not; when other ports were checked, a
+    :class:`~cunumpy.testing.PortsNotRunWarning` says which were not, and the result lists the
+    ones that ran. Ports that run on a
+    CPU emulator are checked for data races too (:class:`~cunumpy.emulation.DataRaceError`;
     ``CUNUMPY_EMULATOR_RACES=0`` turns that off).
 
     Examples
@@ -460,7 +470,7 @@ def assert_kernels_agree(
     if failures:
         raise AssertionError("\n".join(failures))
     if not_run:
-        from cunumpy.testing._markers import skip_or_fail
+        from cunumpy.testing._markers import ports_not_run
 
         done = ", ".join(f"{p} ({e}) agrees" for p, e in checked.items())
         reasons = "; ".join(f"{p} port cannot run here: {why}" for p, why in not_run)
@@ -470,5 +480,6 @@ def assert_kernels_agree(
             "CUNUMPY_REQUIRE_CUDA" if p == "cuda" else "CUNUMPY_REQUIRE_METAL" for p in required
         )
         message = f"{tag} {reasons}" + (f" (checked: {done})" if done else "")
-        skip_or_fail(message, bool(required), variable or "CUNUMPY_REQUIRE_*")
+        ports_not_run(message, bool(required), variable or "CUNUMPY_REQUIRE_*", dict(not_run),
+                      checked)
     return checked
