@@ -40,11 +40,9 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   poisoned before the launch; one- and two-byte integer outputs are confirmed by a second
   launch, with the other writable arguments restored first.
 
-With ``EmulatorOptions(races=True)`` (``CUNUMPY_EMULATOR_RACES=1``; on by default in
-:func:`cunumpy.testing.assert_kernels_agree`), data races in shared and global memory, within
-and between blocks and between the lanes of a warp
-(:class:`~cunumpy.emulation.errors.DataRaceError`, with both threads and both source lines; see
-``docs/races.md``).
+With ``EmulatorOptions(races=True)`` (``CUNUMPY_EMULATOR_RACES=1``; default in
+:func:`cunumpy.testing.assert_kernels_agree`), data races in shared and global memory, within and
+between blocks and warps (:class:`~cunumpy.emulation.errors.DataRaceError`; ``docs/races.md``).
 
 Not checked: pointers made by casts (``reinterpret_cast`` included) or by ``&x[i]`` (raw
 pointers; a raw pointer passed to a ``__device__`` function stays unchecked; race checking sees
@@ -79,7 +77,6 @@ from __future__ import annotations
 
 import ctypes
 import random
-import re
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -95,6 +92,7 @@ from cunumpy.emulation._cuda_names import rename_user_typedefs
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
+    noinline_qualifiers,
     rewrite_cuda,
     unsupported_features,
 )
@@ -268,26 +266,6 @@ class Generated:
     """The user's files by ``#line`` name (for compile messages)."""
 
 
-_NOINLINE = re.compile(r"\b__noinline__\b")
-
-
-def _noinline_qualifiers(text: str) -> str:
-    """CUDA's ``__noinline__`` qualifier as GCC's attribute, in the kernel's own text only.
-
-    It cannot be a macro in the runtime: libstdc++ 13 writes ``__attribute__((__noinline__))``
-    in its headers, which the macro would break. A ``__noinline__`` right after ``(`` or ``,``
-    is already GCC's own attribute spelling and stays as it is.
-    """
-    if "__noinline__" not in text:
-        return text
-
-    def replace(match: re.Match[str]) -> str:
-        before = text[: match.start()].rstrip()
-        return match.group(0) if before.endswith(("(", ",")) else "__attribute__((noinline))"
-
-    return _NOINLINE.sub(replace, text)
-
-
 def generate_source(
     program: CudaProgram, *, checks: bool, checked_pointers: str | None = None
 ) -> Generated:
@@ -325,7 +303,7 @@ def generate_source(
     for name, value in program.defines:
         lines.append(f"#undef {name}" if value is None else f"#define {name} {value}")
     lines.append(f'#line 1 "{program.label}"')
-    body = _noinline_qualifiers(rw.text)
+    body = noinline_qualifiers(rw.text)
     lines.append(body if body.endswith("\n") else body + "\n")
     lines.append('#line 1 "cn-launch"')
     lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {")
