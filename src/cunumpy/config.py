@@ -162,6 +162,27 @@ def emulator_isolated() -> bool:
     return env_flag("CUNUMPY_EMULATOR_ISOLATED")
 
 
+def emulator_races() -> bool | None:
+    """``CUNUMPY_EMULATOR_RACES``: whether the CPU emulators check data races.
+
+    ``1``/``true``/``yes``/``on`` turn race checking on for every emulated launch, ``0``/``false``/
+    ``no``/``off`` off (also inside ``assert_kernels_agree`` and the pytest plugin's kernel
+    fixtures, which check races by default). Unset: None (the caller's default). An explicit
+    ``EmulatorOptions(races=...)`` wins. Read at every launch.
+    """
+    value = os.environ.get("CUNUMPY_EMULATOR_RACES", "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    if value:
+        raise ValueError(
+            f"environment variable CUNUMPY_EMULATOR_RACES={os.environ['CUNUMPY_EMULATOR_RACES']!r}"
+            " is not one of 1, 0, true, false, on, off"
+        )
+    return None
+
+
 STAGING_THRESHOLD_DEFAULT = 16 << 20
 """Default of ``CUNUMPY_STAGING_THRESHOLD``, in bytes (set from ``benchmarks/bench_transfers.py``)."""
 

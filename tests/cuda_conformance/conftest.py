@@ -35,3 +35,12 @@ def cuda_engine(request: pytest.FixtureRequest) -> str:
     except RuntimeError as exc:
         pytest.skip(f"CUDA emulator engine not available: {exc}")
     return name
+
+
+@pytest.fixture(autouse=True)
+def _check_races(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every conformance kernel is correct: it must also run free of data races."""
+    import os
+
+    if not os.environ.get("CUNUMPY_EMULATOR_RACES"):
+        monkeypatch.setenv("CUNUMPY_EMULATOR_RACES", "1")

@@ -39,7 +39,8 @@ def test_out_of_bounds_write_is_contained(metal_sig):
     sig, x, y = _saxpy(metal_sig,
                        "uint i = thread_position_in_grid.x; y[i] = x[i]; if (i == 7) y[i + 2000] = 1;")
     with pytest.raises(OutOfBoundsError, match=r"output 'y' \(float32\[1024\]\): index 2007 out "
-                       r"of bounds \(size 1024\) at thread \(7,0,0\) threadgroup \(0,0,0\)$"):
+                       r"of bounds \(size 1024\) at thread \(7,0,0\) threadgroup \(0,0,0\), "
+                       r"body:1$"):
         run_metal(sig, [x], [y], (1024, 1, 1), (256, 1, 1))
     np.testing.assert_array_equal(y, x)  # the bad write went to a scratch slot
 
@@ -47,7 +48,7 @@ def test_out_of_bounds_write_is_contained(metal_sig):
 def test_negative_index(metal_sig):
     sig, x, y = _saxpy(metal_sig, "int i = int(thread_position_in_grid.x); y[i] = x[i - 3];")
     with pytest.raises(OutOfBoundsError, match=r"argument 'x' .*index -3 out of bounds.*"
-                       r"thread \(0,0,0\) threadgroup \(0,0,0\); 2 further failures"):
+                       r"thread \(0,0,0\) threadgroup \(0,0,0\), body:1; 2 further failures"):
         run_metal(sig, [x], [y], (1024, 1, 1), (256, 1, 1))
 
 
@@ -120,10 +121,25 @@ def test_barrier_after_early_return(metal_sig):
     y = np.zeros(64, dtype=np.float32)
     sig = metal_sig("early", src, [], [("y", y)])
     with pytest.raises(BarrierDivergenceError) as info:
-        run_metal(sig, [], [y], (64, 1, 1), (32, 1, 1), init_value=0.0)
+        run_metal(sig, [], [y], (64, 1, 1), (32, 1, 1), init_value=0.0,
+                  options=EmulatorOptions(strict_barriers=True))
     msg = str(info.value)
     assert msg.startswith("[emu-metal kernel 'early'] barrier divergence in threadgroup (1,0,0):")
     assert "8 of 32 threads wait at the barrier at body:4 but 24 threads have returned" in msg
+
+
+def test_threads_that_returned_count_as_arrived(metal_sig):
+    # As on the GPU: the 24 threads of the second group that returned do not hold the barrier.
+    src = """
+    uint i = thread_position_in_grid.x;
+    if (i >= 40) return;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    y[i] = 1;
+    """
+    y = np.zeros(64, dtype=np.float32)
+    sig = metal_sig("early", src, [], [("y", y)])
+    run_metal(sig, [], [y], (64, 1, 1), (32, 1, 1), init_value=0.0)
+    np.testing.assert_array_equal(y, (np.arange(64) < 40).astype(np.float32))
 
 
 def test_threads_at_different_barriers(metal_sig):
@@ -197,4 +213,17 @@ def test_checks_off_from_environment(metal_sig, monkeypatch):
     run_metal(sig, [x], [y], (1024, 1, 1), (256, 1, 1))  # unwritten y[0] goes unnoticed
     monkeypatch.delenv("CUNUMPY_EMULATOR_CHECKS")
     with pytest.raises(UnwrittenOutputError):
+        run_metal(sig, [x], [y], (1024, 1, 1), (256, 1, 1))
+
+
+def test_out_of_bounds_names_the_line_of_the_subscript(metal_sig):
+    # The failing subscript's own line: in the body, or in a header helper the body calls.
+    body = "uint i = thread_position_in_grid.x;\nfloat v = x[i];\ny[i] = v + x[i + 1];"
+    sig, x, y = _saxpy(metal_sig, body)
+    with pytest.raises(OutOfBoundsError, match=r"index 1024 out of bounds .*, body:3$"):
+        run_metal(sig, [x], [y], (1024, 1, 1), (256, 1, 1))
+    header = "inline float pick(const device float* p, uint i) {\n    return p[i + 2];\n}\n"
+    sig = metal_sig("picked", "uint i = thread_position_in_grid.x; y[i] = pick(x, i);",
+                    [("x", x)], [("y", y)], header=header)
+    with pytest.raises(OutOfBoundsError, match=r"index 10(24|25) out of bounds .*, header:2(;|$)"):
         run_metal(sig, [x], [y], (1024, 1, 1), (256, 1, 1))

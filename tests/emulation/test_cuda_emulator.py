@@ -121,7 +121,7 @@ extern "C" __global__ void shift(int n, float* y) {
         k(100, np.zeros(100, np.float32))
 
 
-def test_an_access_the_rewrite_does_not_see_gets_no_line():
+def test_an_access_the_rewrite_does_not_see_gets_its_line_from_the_code():
     k = K(r"""
 extern "C" __global__ void deref(int n, const float* x, float* y) {
     int i = threadIdx.x;
@@ -131,7 +131,9 @@ extern "C" __global__ void deref(int n, const float* x, float* y) {
 """)
     with pytest.raises(OutOfBoundsError) as info:
         k(4, np.ones(4, np.float32), np.zeros(1, np.float32), grid=1, block=5)
-    assert str(info.value).endswith("index 4 out of bounds (size 4) at thread (4,0,0) block (0,0,0)")
+    assert str(info.value).endswith(
+        "index 4 out of bounds (size 4) at thread (4,0,0) block (0,0,0), deref.cu:4"
+    )
 
 
 def test_two_dimensional_argument_is_named_with_its_shape():
@@ -139,7 +141,7 @@ def test_two_dimensional_argument_is_named_with_its_shape():
         SAXPY_NO_GUARD(100, 1.0, np.ones((10, 10), np.float32), np.ones((10, 10), np.float32))
 
 
-def test_barrier_after_an_early_return_is_divergence():
+def test_barrier_after_an_early_return_is_divergence_with_strict_barriers():
     k = K(r"""
 extern "C" __global__ void rotate_block(int n, float* y) {
     __shared__ float s[128];
@@ -153,7 +155,14 @@ extern "C" __global__ void rotate_block(int n, float* y) {
     with pytest.raises(BarrierDivergenceError, match=r"\[emu-cuda kernel 'rotate_block'\] barrier "
                        r"divergence in block \(0,0,0\): 100 of 128 threads wait at the barrier at "
                        r"rotate_block.cu:7 but 28 threads have returned"):
-        k(100, np.zeros(100, np.float32))
+        emulate_cuda_kernel(k, 100, np.zeros(100, np.float32), n_threads=100,
+                            options=EmulatorOptions(strict_barriers=True))
+    # By default threads that returned count as arrived, as on the GPU.
+    y = np.arange(100, dtype=np.float32)
+    k(100, y)
+    expected = np.roll(np.arange(100, dtype=np.float32), -1)
+    expected[99] = np.nan  # reads the poisoned slot of a thread that returned
+    np.testing.assert_array_equal(y[:99], expected[:99])
 
 
 def test_barriers_at_different_places_are_divergence():

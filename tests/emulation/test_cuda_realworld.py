@@ -433,7 +433,7 @@ extern "C" __global__ void half_warp(float* y) {
 def test_noinline_is_the_kernels_qualifier_not_a_macro_over_standard_headers():
     """``__noinline__`` becomes GCC's attribute in the kernel's text only: libstdc++ 13 writes
     ``__attribute__((__noinline__))`` in <memory>, which a runtime macro would break."""
-    from cunumpy.emulation.cuda import _noinline_qualifiers
+    from cunumpy.emulation._cuda_rewrite import noinline_qualifiers as _noinline_qualifiers
 
     text = (
         "__noinline__ __device__ int g();\nstatic __noinline__ void h();\n"

@@ -46,7 +46,7 @@ def test_row_pointer_declared_with_its_type_is_checked(metal_sig):
     sig = metal_sig("row_sum", src, [("x", x)], [("y", y)], template=[("L", 16)])
     with pytest.raises(OutOfBoundsError, match=r"^\[emu-metal kernel 'row_sum'\] argument 'x' "
                        r"\(float32\[8,16\]\): index 128 out of bounds \(size 128\) at thread "
-                       r"\(7,0,0\) threadgroup \(0,0,0\)$"):
+                       r"\(7,0,0\) threadgroup \(0,0,0\), body:5$"):
         run_metal(sig, [x], [y], (8, 1, 1), (8, 1, 1), options=ISOLATED)
 
 
@@ -80,7 +80,7 @@ def test_threadgroup_pointer_overrun_names_the_array(metal_sig):
     """
     sig = metal_sig("tg_ptr", src, [("x", x)], [("y", y)])
     with pytest.raises(OutOfBoundsError, match=r"threadgroup array 's' \(float\[32\]\): index 32 "
-                       r"out of bounds \(size 32\) at thread \(31,0,0\) threadgroup \(0,0,0\); "
+                       r"out of bounds \(size 32\) at thread \(31,0,0\) threadgroup \(0,0,0\), body:5; "
                        r"1 further failure"):
         run_metal(sig, [x], [y], (64, 1, 1), (32, 1, 1), options=ISOLATED)
 

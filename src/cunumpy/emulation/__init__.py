@@ -8,9 +8,10 @@ for the rest of the process.
 - :mod:`cunumpy.emulation.metal`: the Metal engine (``run_metal``), what it checks and what not.
 - :mod:`cunumpy.emulation.cuda`: the CUDA engine (``emu-cuda``; ``CUNUMPY_CUDA_ENGINE=emulator``),
   what it checks and what not; :func:`emulate_cuda_kernel` runs one CudaKernel launch on it.
-- :class:`EmulatorOptions`: checks, random threadgroup order, isolated (child-process) launches;
-  defaults from ``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``,
-  ``CUNUMPY_EMULATOR_ISOLATED``; what undefined behaviour does (``CUNUMPY_EMULATOR_UNDEFINED``).
+- :class:`EmulatorOptions`: checks, data-race checking, random threadgroup order, isolated
+  (child-process) launches, strict barriers, what undefined behaviour does; defaults from
+  ``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_RACES``, ``CUNUMPY_EMULATOR_ORDER``,
+  ``CUNUMPY_EMULATOR_ISOLATED``, ``CUNUMPY_EMULATOR_UNDEFINED``.
 - :mod:`cunumpy.emulation.errors`: the exceptions (all subclasses of :class:`EmulationError`).
 
 Importing this package neither runs nor looks for a compiler; the first launch does.
@@ -28,6 +29,7 @@ from cunumpy.emulation._toolchain import (
 )
 from cunumpy.emulation.errors import (
     BarrierDivergenceError,
+    DataRaceError,
     EmulationError,
     EmulatorWarning,
     InactiveLaneError,
@@ -45,6 +47,7 @@ __all__ = [
     "CacheCorruptWarning",
     "Compiler",
     "CompilerNotFoundError",
+    "DataRaceError",
     "EmulationError",
     "EmulatorOptions",
     "EmulatorWarning",

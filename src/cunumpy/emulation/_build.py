@@ -52,7 +52,22 @@ _BASE_FLAGS = (
     "-fno-math-errno",
     "-fvisibility=hidden",
     "-Wno-attributes",
+    "-g1",
 )
+"""``-g1`` (line tables only; no effect on the code) lets failure reports name the source line
+of a failing access from its code address."""
+
+RACE_FLAGS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0")
+"""Extra flags of a race-checking build (GCC): the compiler calls ``__tsan_read4(addr)`` and the
+like before every memory access, and ``cn_race.h`` defines those functions (no sanitizer runtime
+is linked: the object is linked in a second step without the flag)."""
+
+_CLANG_RACE_FLAGS = ("-fsanitize=thread", "-mllvm", "-tsan-instrument-func-entry-exit=0")
+
+
+def race_flags(compiler: Compiler) -> tuple[str, ...]:
+    """:data:`RACE_FLAGS` as ``compiler`` spells them."""
+    return _CLANG_RACE_FLAGS if compiler.family in ("clang", "zig") else RACE_FLAGS
 
 
 @dataclass
@@ -68,8 +83,8 @@ class Library:
 
 
 _LOADED: dict[tuple[str, str], Library] = {}
-_PCH: dict[tuple[str, str], tuple[str, ...]] = {}
-_PCH_BUILDING: set[tuple[str, str]] = set()
+_PCH: dict[tuple[str, str, tuple[str, ...]], tuple[str, ...]] = {}
+_PCH_BUILDING: set[tuple[str, str, tuple[str, ...]]] = set()
 _PCH_THREADS: list[threading.Thread] = []
 _LOCK = threading.Lock()
 
@@ -126,7 +141,7 @@ def _pch_args(root: Path, compiler: Compiler, flags: tuple[str, ...], header: st
     returned. The thread is not a daemon, so the process finishes publishing it before exiting.
     """
     plain = ("-I", str(RUNTIME_DIR))
-    memo = (str(root), header)
+    memo = (str(root), header, flags)
     if memo in _PCH:
         return _PCH[memo]
     clang = compiler.family in ("clang", "zig")
@@ -231,6 +246,7 @@ def build_library(
     prefix: str,
     user_text: Mapping[str, str],
     root: str | os.PathLike[str] | None = None,
+    races: bool = False,
 ) -> Library:
     """Compile (or find in the cache) and load the library of one generated translation unit.
 
@@ -250,9 +266,11 @@ def build_library(
         The user's texts by ``#line`` file name (``body``, ``header``), to quote failing lines.
     root
         Cache root (default: ``CUNUMPY_CACHE_DIR`` or the user cache directory).
+    races
+        Build with race-checking instrumentation (:data:`RACE_FLAGS`).
     """
     compiler = find_compiler()
-    flags = compile_flags(compiler)
+    flags = compile_flags(compiler) + (race_flags(compiler) if races else ())
     cache_root = _cache.cache_root(root)
     inputs = {
         **_base_inputs(compiler, flags),
@@ -275,6 +293,9 @@ def build_library(
             (tmp / "kernel.cpp").write_text(source)
 
             def command(include: tuple[str, ...]) -> list[str]:
+                if races:  # compile with the instrumentation, link without its runtime
+                    return [*compiler.command, *flags, "-c", *include, "-o",
+                            str(tmp / "kernel.o"), "kernel.cpp"]
                 return [*compiler.command, *flags, "-shared", *include, "-o",
                         str(tmp / "kernel.so"), "kernel.cpp"]
 
@@ -282,8 +303,12 @@ def build_library(
             done = _run(cmd, tmp)
             if done.returncode != 0 and _blames_pch(done.stdout + done.stderr):
                 # An unusable precompiled header: stop using it and compile from the headers.
-                _PCH[(str(cache_root), header)] = ("-I", str(RUNTIME_DIR))
-                cmd = command(_PCH[(str(cache_root), header)])
+                _PCH[(str(cache_root), header, flags)] = ("-I", str(RUNTIME_DIR))
+                cmd = command(_PCH[(str(cache_root), header, flags)])
+                done = _run(cmd, tmp)
+            if done.returncode == 0 and races:
+                cmd = [*compiler.command, "-shared", "-o", str(tmp / "kernel.so"),
+                       str(tmp / "kernel.o")]
                 done = _run(cmd, tmp)
             if done.returncode != 0:
                 log = done.stdout + done.stderr

@@ -48,6 +48,7 @@ __all__ = [
     "CudaRewritten",
     "checked_param",
     "inline_includes",
+    "noinline_qualifiers",
     "rewrite_cuda",
     "unsupported_features",
 ]
@@ -417,6 +418,38 @@ def _param_edits(text: str, kernel_name: str) -> list[tuple[int, int, str]]:
     return edits
 
 
+def _kernel_bodies(text: str, kernel_name: str) -> list[tuple[int, int]]:
+    """Offsets ``(open brace, close brace)`` of the bodies of ``__global__ kernel_name(...)``."""
+    from cunumpy._lang.cuda_signature import strip_comments
+
+    clean = strip_comments(text)
+    short = kernel_name.rsplit("::", 1)[-1].split("<", 1)[0].strip()
+    head = re.compile(r"\b" + re.escape(short) + r"\s*(?:<[^;{}()]*>\s*)?\(")
+    spans = []
+    for m in re.finditer(r"\b__global__\b", clean):
+        h = head.search(clean, m.end())
+        if not h or clean.find(";", m.end(), h.start()) >= 0:
+            continue
+        close = _matching(clean, h.end() - 1)
+        if close < 0:
+            continue
+        k = close + 1
+        while k < len(clean) and clean[k] not in "{;":
+            k += 1
+        if k >= len(clean) or clean[k] != "{":
+            continue
+        depth = 0
+        for e in range(k, len(clean)):
+            if clean[e] == "{":
+                depth += 1
+            elif clean[e] == "}":
+                depth -= 1
+                if depth == 0:
+                    spans.append((k, e))
+                    break
+    return spans
+
+
 _DECORATIONS = frozenset(
     {"__launch_bounds__", "__align__", "alignas", "__attribute__", "decltype", "__declspec",
      "__maxnreg__", "noexcept"}
@@ -584,6 +617,15 @@ def rewrite_cuda(
             edits.append((t.start, t.start + len(t.text), expr))
     if not sync and _SYNC_WORD.search(text):
         sync = True  # named in a macro (or a comment): fibers, to be safe
+    if sync:
+        # `return;` in the kernel's body: the thread left early and counts as arrived at later
+        # barriers (all returns of the text when the body is not found).
+        bodies = _kernel_bodies(text, kernel_name) or [(0, len(text))]
+        for k, t in enumerate(sig[:-1]):
+            if t.text == "return" and sig[k + 1].text == ";" and any(
+                s <= t.start < e for s, e in bodies
+            ):
+                edits.append((t.start, t.start + 6, "return ::cn::mark_return()"))
     checked_names = {d[1] for d in static} | {d[0] for d in dynamic} if checks else set()
     param_edits = []
     if checked_pointers in ("all", "kernel"):
@@ -692,3 +734,23 @@ def unsupported_features(text: str) -> list[str]:
         if what and what not in found:
             found.append(what)
     return found
+
+
+_NOINLINE = re.compile(r"\b__noinline__\b")
+
+
+def noinline_qualifiers(text: str) -> str:
+    """CUDA's ``__noinline__`` qualifier as GCC's attribute, in the kernel's own text only.
+
+    It cannot be a macro in the runtime: libstdc++ 13 writes ``__attribute__((__noinline__))``
+    in its headers, which the macro would break. A ``__noinline__`` right after ``(`` or ``,``
+    is already GCC's own attribute spelling and stays as it is.
+    """
+    if "__noinline__" not in text:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        before = text[: match.start()].rstrip()
+        return match.group(0) if before.endswith(("(", ",")) else "__attribute__((noinline))"
+
+    return _NOINLINE.sub(replace, text)

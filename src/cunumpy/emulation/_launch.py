@@ -11,6 +11,7 @@ from typing import Any
 
 from cunumpy.emulation._build import Library
 from cunumpy.emulation._rewrite import SharedDecl
+from cunumpy.emulation._sites import source_lines
 from cunumpy.emulation.errors import (
     BarrierDivergenceError,
     EmulationError,
@@ -20,10 +21,11 @@ from cunumpy.emulation.errors import (
 
 __all__ = ["ABI_VERSION", "BufferArg", "Dialect", "launch"]
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 """Must equal ``CN_ABI_VERSION`` in ``cn_core.h``."""
 
-ERR_OOB, ERR_BARRIER, ERR_INACTIVE_LANE, ERR_SHARED_LIMIT, ERR_INTERNAL = 1, 2, 3, 4, 5
+ERR_OOB, ERR_BARRIER, ERR_INACTIVE_LANE, ERR_SHARED_LIMIT, ERR_INTERNAL, ERR_RACE = 1, 2, 3, 4, 5, 6
+LAUNCH_RACES, LAUNCH_STRICT_BARRIERS = 1, 2
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,12 @@ class Dialect:
     shared_limit: int
     """Bytes of shared memory one group may use."""
     simd_width: int = 32
+    barrier: str = "__syncthreads()"
+    """The barrier that orders shared memory, as the dialect spells it."""
+    device_barrier: str = "__syncthreads()"
+    """The barrier that orders device memory within a group."""
+    lane_sync: str = "__syncwarp()"
+    """What orders the lanes of one SIMD group / warp."""
 
     def prefix(self, kernel: str) -> str:
         """``[emu-metal kernel 'name']``."""
@@ -61,10 +69,22 @@ class BufferArg:
     """Object that owns the memory (kept alive during the launch)."""
     extent_word: str = "size"
     """How messages call ``extent``: ``size``, or ``strided extent`` for a view."""
+    nbytes: int = 0
+    """Bytes reachable from ``address`` (race checking)."""
+    itemsize: int = 1
+    """Bytes per element (race reports give element indices)."""
+    track: bool = False
+    """Race checking watches this buffer (the kernel may write it)."""
 
 
 class _Buffer(ctypes.Structure):
-    _fields_ = (("data", ctypes.c_void_p), ("extent", ctypes.c_int64))
+    _fields_ = (
+        ("data", ctypes.c_void_p),
+        ("extent", ctypes.c_int64),
+        ("bytes", ctypes.c_int64),
+        ("elem", ctypes.c_int32),
+        ("track", ctypes.c_int32),
+    )
 
 
 class _Report(ctypes.Structure):
@@ -80,6 +100,10 @@ class _Report(ctypes.Structure):
         ("lane", ctypes.c_int32),
         ("file", ctypes.c_char * 32),
         ("detail", ctypes.c_char * 512),
+        ("thread2", ctypes.c_uint32 * 3),
+        ("group2", ctypes.c_uint32 * 3),
+        ("access", ctypes.c_int32 * 2),
+        ("pc", ctypes.c_uint32 * 2),
     )
 
 
@@ -95,6 +119,8 @@ class _LaunchDesc(ctypes.Structure):
         ("seed", ctypes.c_uint64),
         ("shared_limit", ctypes.c_int64),
         ("report", ctypes.POINTER(_Report)),
+        ("flags", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
     )
 
 
@@ -113,12 +139,17 @@ def launch(
     random_order: bool = False,
     seed: int | None = None,
     shared: Sequence[SharedDecl] = (),
+    races: bool = False,
+    strict_barriers: bool = False,
 ) -> None:
     """Run the kernel over ``grid`` threads in groups of ``group``; raise on the first failure.
 
+    ``races`` needs a race-checking build of the library; ``strict_barriers`` makes threads
+    that returned before a barrier a divergence error instead of counting them as arrived.
+
     Raises
     ------
-    OutOfBoundsError, BarrierDivergenceError, InactiveLaneError, EmulationError
+    OutOfBoundsError, BarrierDivergenceError, InactiveLaneError, DataRaceError, EmulationError
         What the library's checks reported (first failure, with a count of further ones).
     """
     n = len(buffers)
@@ -126,6 +157,9 @@ def launch(
     for i, b in enumerate(buffers):
         arr[i].data = b.address
         arr[i].extent = b.extent
+        arr[i].bytes = b.nbytes
+        arr[i].elem = b.itemsize
+        arr[i].track = 1 if (races and b.track) else 0
     report = _Report()
     if random_order and seed is None:
         seed = random.getrandbits(64)
@@ -140,6 +174,7 @@ def launch(
         seed=(seed or 0) & 0xFFFFFFFFFFFFFFFF,
         shared_limit=dialect.shared_limit,
         report=ctypes.pointer(report),
+        flags=(LAUNCH_RACES if races else 0) | (LAUNCH_STRICT_BARRIERS if strict_barriers else 0),
     )
     with lib.lock:
         rc = lib.launch(ctypes.addressof(desc))
@@ -151,7 +186,7 @@ def launch(
         )
     if report.count:
         order = f" (random order, seed {seed})" if random_order else ""
-        raise _failure(report, dialect, kernel, buffers, shared, order)
+        raise _failure(report, dialect, kernel, buffers, shared, order, lib)
 
 
 def _null_name(label: str) -> str:
@@ -167,8 +202,13 @@ def _failure(
     buffers: Sequence[BufferArg],
     shared: Sequence[SharedDecl],
     order: str,
+    lib: Library | None = None,
 ) -> EmulationError:
     prefix = dialect.prefix(kernel)
+    if r.kind == ERR_RACE:
+        from cunumpy.emulation._race_report import race_error
+
+        return race_error(r, dialect, kernel, buffers, shared, order, lib)
     where = f"at thread {_xyz(r.thread)} {dialect.group} {_xyz(r.group)}"
     more = r.count - 1
     further = f"; {more} further failure{'s' if more != 1 else ''}" if more else ""
@@ -189,6 +229,9 @@ def _failure(
             label = (f"{dialect.shared} '{decl.name}' ({decl.describe()})" if decl
                      else f"{dialect.shared} {k}")
         at = f", {file}:{r.line}" if r.line and file else ""  # where the dialect knows it
+        if not at and r.pc[0] and lib is not None:
+            found = source_lines(lib.path, [r.pc[0]])[0]
+            at = f", {found}" if found else ""
         if 0 <= r.buffer < len(buffers) and buffers[r.buffer].address == 0 and r.extent == 0:
             return OutOfBoundsError(
                 f"{prefix} null pointer dereference: {label} was accessed at index {r.index} "

@@ -325,6 +325,7 @@ def rewrite(
     checked_params: bool = False,
     checked_pointers: bool = False,
     in_function: bool = False,
+    mark_returns: bool = False,
 ) -> Rewritten:
     """Rewrite one piece of kernel source (a header or a body) for the C++ emulator.
 
@@ -348,6 +349,9 @@ def rewrite(
         by casts or ``&x[i]`` stay unchecked; class members and pointers to pointers stay raw.
     in_function
         The text is a function body (the kernel's), so its statements declare local variables.
+    mark_returns
+        Spell ``return;`` as ``return ::cn::mark_return();``: a thread that leaves the kernel
+        early counts as arrived at later barriers (one that skips a barrier does not).
     """
     tokens = tokenize(text)
     sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
@@ -385,6 +389,8 @@ def rewrite(
                 edits.append((t.start, t.start + len(t.text), lit))
         elif t.kind == "ident" and t.text in SYNC_FUNCTIONS:
             sync = True
+        elif mark_returns and t.text == "return" and i + 1 < len(sig) and sig[i + 1].text == ";":
+            edits.append((t.start, t.start + len(t.text), "return ::cn::mark_return()"))
         elif checked_pointers and t.kind == "ident" and t.text == "reinterpret_cast":
             # Checked pointers are class objects: cast them through their raw address.
             edits.append((t.start, t.start + len(t.text), "cn::msl::cast"))

@@ -20,9 +20,10 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   (:class:`~cunumpy.emulation.errors.OutOfBoundsError`); the launch goes on (bad reads give 0, bad
   writes go nowhere) and the first failure is reported with the thread, the block, the source
   line of the subscript (``saxpy.cu:12``; not for ``*(x + i)`` forms) and a count;
-- ``__syncthreads`` not reached by every thread of a block, or reached at different places
-  (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`): the classic kernel whose surplus
-  threads ``return`` before a barrier;
+- ``__syncthreads`` skipped by live threads of a block, or reached at different places
+  (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`); threads that left through a
+  ``return`` count as arrived, as on the GPU (``EmulatorOptions(strict_barriers=True)`` reports
+  them too);
 - undefined behaviour of warp functions, named with the rule, the line and the lanes
   (:class:`~cunumpy.emulation.errors.UndefinedBehaviorError`; ``EmulatorOptions(undefined=
   "warn")`` warns and goes on): reading a lane that has exited, waits elsewhere, or does not
@@ -39,9 +40,13 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   poisoned before the launch; one- and two-byte integer outputs are confirmed by a second
   launch, with the other writable arguments restored first.
 
+With ``EmulatorOptions(races=True)`` (``CUNUMPY_EMULATOR_RACES=1``; default in
+:func:`cunumpy.testing.assert_kernels_agree`), data races in shared and global memory, within and
+between blocks and warps (:class:`~cunumpy.emulation.errors.DataRaceError`; ``docs/races.md``).
+
 Not checked: pointers made by casts (``reinterpret_cast`` included) or by ``&x[i]`` (raw
-pointers; a raw pointer passed to a ``__device__`` function stays unchecked), data races (threads
-never overlap: atomics are plain read-modify-writes), reads of uninitialised shared memory (it is
+pointers; a raw pointer passed to a ``__device__`` function stays unchecked; race checking sees
+them all), reads of uninitialised shared memory (it is
 filled with 0xFF bytes: NaN for floats, -1 for integers), and unwritten elements of pointers
 not declared in ``outputs=`` (CUDA pointers are inputs as well as outputs). When checked
 pointers make a kernel fail to compile (a ``__device__`` template deducing ``T`` from ``T*``),
@@ -86,10 +91,10 @@ from cunumpy._lang.cuda_preprocess import active_text, defines_from_options
 from cunumpy._lang.cuda_signature import C_TYPES, CudaParam
 from cunumpy.emulation import _build, _launch
 from cunumpy.emulation._cuda_names import rename_user_typedefs
-from cunumpy.emulation._cuda_qualifiers import _noinline_qualifiers
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
+    noinline_qualifiers,
     rewrite_cuda,
     unsupported_features,
 )
@@ -298,7 +303,7 @@ def generate_source(
     for name, value in program.defines:
         lines.append(f"#undef {name}" if value is None else f"#define {name} {value}")
     lines.append(f'#line 1 "{program.label}"')
-    body = _noinline_qualifiers(rw.text)
+    body = noinline_qualifiers(rw.text)
     lines.append(body if body.endswith("\n") else body + "\n")
     lines.append('#line 1 "cn-launch"')
     lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {")
@@ -324,7 +329,8 @@ def generate_source(
             )
         names.append(f"a{i}")
     lines += [
-        "  auto cn_fn = [&](const cn::ThreadInfo& t) {",
+        # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
+        "  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {",
         "    ::cn::g.cur = &t;",
         f"    {program.call}({', '.join(names)});",
         "  };",
@@ -358,7 +364,9 @@ def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:
 _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 
-def _build_variant(program: CudaProgram, gen: Generated, checks: bool) -> _build.Library:
+def _build_variant(
+    program: CudaProgram, gen: Generated, checks: bool, races: bool = False
+) -> _build.Library:
     try:
         return _build.build_library(
             gen.source,
@@ -367,6 +375,7 @@ def _build_variant(program: CudaProgram, gen: Generated, checks: bool) -> _build
             checks=checks,
             prefix=program.prefix,
             user_text={},
+            races=races,
         )
     except EmuCudaCompileError:
         raise
@@ -377,28 +386,30 @@ def _build_variant(program: CudaProgram, gen: Generated, checks: bool) -> _build
         ) from exc
 
 
-_RECENT: dict[tuple[int, bool, str | None], tuple[CudaProgram, Generated, _build.Library]] = {}
+_RECENT: dict[tuple[int, bool, bool, str | None], tuple[CudaProgram, Generated, _build.Library]] = {}
 """The same lookups by program identity (hashing a program costs more than a small launch)."""
 
 
-def _variant(program: CudaProgram, checks: bool) -> tuple[Generated, _build.Library]:
+def _variant(
+    program: CudaProgram, checks: bool, races: bool = False
+) -> tuple[Generated, _build.Library]:
     root = config.cache_dir_override()
-    fast = _RECENT.get((id(program), checks, root))
+    fast = _RECENT.get((id(program), checks, races, root))
     if fast is not None and fast[0] is program:
         return fast[1], fast[2]
-    memo = (program, checks, root)
+    memo = (program, checks, races, root)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         if len(_RECENT) > 1024:
             _RECENT.clear()
-        _RECENT[(id(program), checks, root)] = (program, *hit)
+        _RECENT[(id(program), checks, races, root)] = (program, *hit)
         return hit
     levels = ("all", "kernel", "none") if checks else ("none",)
     first_error: EmuCudaCompileError | None = None
     for level in levels:
         gen = generate_source(program, checks=checks, checked_pointers=level)
         try:
-            lib = _build_variant(program, gen, checks)
+            lib = _build_variant(program, gen, checks, races)
         except EmuCudaCompileError as exc:
             # Checked pointers are class objects: a template taking `T*` cannot deduce T from
             # them. Retry with fewer of them; an error that remains is the kernel's own.
@@ -419,7 +430,7 @@ def _variant(program: CudaProgram, checks: bool) -> tuple[Generated, _build.Libr
             stacklevel=4,
         )
     _VARIANTS[memo] = (gen, lib)
-    _RECENT[(id(program), checks, root)] = (program, gen, lib)
+    _RECENT[(id(program), checks, races, root)] = (program, gen, lib)
     return gen, lib
 
 
@@ -512,7 +523,8 @@ def _buffers(
                     "is not const"
                 )
             out.append(_launch.BufferArg(
-                _label(p.name, value), value.__array_interface__["data"][0], value.nbytes, value
+                _label(p.name, value), value.__array_interface__["data"][0], value.nbytes, value,
+                nbytes=value.nbytes, itemsize=value.itemsize, track=not p.const,
             ))
         else:
             arr = _value_bytes(program, p, value)
@@ -615,7 +627,7 @@ def run_cuda(
             program.prefix,
         )
         return
-    gen, lib = _variant(program, opts.checks)
+    gen, lib = _variant(program, opts.checks, bool(opts.races))
     report = UbReport()
     buffers = _buffers(program, args, int(shared_mem), (opts.undefined, report))
     seed = opts.seed
@@ -629,6 +641,7 @@ def run_cuda(
             _launch.launch(
                 lib, DIALECT, program.name, buffers, threads, b,
                 random_order=opts.random_order, seed=seed,
+                races=bool(opts.races), strict_barriers=opts.strict_barriers,
                 shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic
                 else gen.shared,
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BarrierDivergenceError",
+    "DataRaceError",
     "EmulationError",
     "EmulatorWarning",
     "InactiveLaneError",
@@ -68,6 +69,17 @@ class UnwrittenOutputError(EmulationError):
 class BarrierDivergenceError(EmulationError):
     """A barrier was not reached by every thread of its group, or threads waited at different
     barriers."""
+
+
+class DataRaceError(EmulationError):
+    """Two threads of one launch accessed the same memory, at least one writing, not both
+    atomically, with no synchronisation ordering the two accesses (race checking:
+    ``EmulatorOptions(races=True)`` or ``CUNUMPY_EMULATOR_RACES=1``).
+
+    The message names the memory (buffer argument or shared/threadgroup array), the element,
+    both threads with their groups, both access kinds and both source lines, then the number of
+    further failures.
+    """
 
 
 class UndefinedBehaviorError(EmulationError):

@@ -16,7 +16,10 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
   ``threadgroup`` array, negative indices included (:class:`OutOfBoundsError`); the launch goes on
   (bad reads return 0, bad writes go nowhere) and the first failure is reported with a count;
 - output elements never written, when no ``init_value`` is given (:class:`UnwrittenOutputError`);
-- barriers not reached by every thread of a threadgroup (:class:`BarrierDivergenceError`);
+- barriers skipped by live threads of a threadgroup (:class:`BarrierDivergenceError`; threads
+  that left through a ``return`` count as arrived, unless ``strict_barriers``);
+- with ``EmulatorOptions(races=True)``, data races in threadgroup and device memory
+  (:class:`~cunumpy.emulation.errors.DataRaceError`; ``docs/races.md``);
 - SIMD/quad functions reading a lane that is not active (:class:`InactiveLaneError`);
 - threadgroup memory over Metal's 32 KiB.
 
@@ -42,7 +45,7 @@ the quad forms included), SIMD-group matrices (``simdgroup_float8x8`` and the ha
 
 Not checked: pointers made by casts (``reinterpret_cast`` included: it casts a checked pointer
 through its raw address) or ``&x[i]`` (raw pointers, also when stored in a declared pointer), pointers in struct members, declarations mixing pointers and values (``device float
-*p = y, n = 0;``), data races between threads, reads of uninitialised threadgroup memory (it is
+*p = y, n = 0;``) (race checking sees all of these), reads of uninitialised threadgroup memory (it is
 poisoned with NaN / -1 bytes instead), infinite loops. A kernel that corrupts memory through an
 unchecked pointer can crash Python; ``EmulatorOptions(isolated=True)`` turns that into a
 :class:`KernelCrashError`.
@@ -54,7 +57,7 @@ import numbers
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -81,6 +84,9 @@ DIALECT = _launch.Dialect(
     lanes="SIMD-group",
     shared_limit=32768,
     simd_width=32,
+    barrier="threadgroup_barrier(mem_flags::mem_threadgroup)",
+    device_barrier="threadgroup_barrier(mem_flags::mem_device)",
+    lane_sync="simdgroup_barrier(mem_flags::mem_threadgroup)",
 )
 
 MAX_THREADS_PER_GROUP = 1024
@@ -165,7 +171,7 @@ def generate_source(
     )
     body = rewrite(
         signature.source, checks=checked_arrays, first_slot=len(header.shared),
-        checked_pointers=checked_buffers, in_function=True,
+        checked_pointers=checked_buffers, in_function=True, mark_returns=True,
     )
     shared = header.shared + body.shared
     if len(shared) > 256:
@@ -206,7 +212,8 @@ def generate_source(
         "CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {",
         f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {nbuffers}) return -2;",
         *defs,
-        "  auto cn_fn = [&](const cn::ThreadInfo& t) {",
+        # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
+        "  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {",
         f"    {call}({', '.join(args)});",
         "  };",
         "  (void)cn_fn;",
@@ -328,7 +335,8 @@ def _buffers(
         if p.kind == "output":
             out = outputs[p.arg]
             slots[p.buffer] = _launch.BufferArg(
-                partial(_label, "output", p.name, out), out.ctypes.data, out.size, out
+                partial(_label, "output", p.name, out), out.ctypes.data, out.size, out,
+                nbytes=out.nbytes, itemsize=out.itemsize, track=True,
             )
             continue
         arr, extent, strides = prepared[p.arg]
@@ -390,20 +398,22 @@ def _check_outputs(name: str, signature: MetalSignature, outputs: Sequence[np.nd
 _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 
-def _memo_key(signature: MetalSignature, checks: bool, math_mode: str = "safe") -> tuple[Any, ...]:
+def _memo_key(
+    signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False
+) -> tuple[Any, ...]:
     """The in-process key of a compiled variant.
 
     Signatures compare template values with ``==``, and ``True == 1``: the value types are part of
     the key so a ``bool N`` variant is never served for an ``int N`` one.
     """
     types = tuple(type(v) for _, v in signature.template)
-    return (signature, types, checks, math_mode, config.cache_dir_override())
+    return (signature, types, checks, math_mode, races, config.cache_dir_override())
 
 
 def _variant(
-    signature: MetalSignature, checks: bool, math_mode: str = "safe"
+    signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False
 ) -> tuple[Generated, _build.Library]:
-    memo = _memo_key(signature, checks, math_mode)
+    memo = _memo_key(signature, checks, math_mode, races)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         return hit
@@ -417,6 +427,7 @@ def _variant(
             checks=checks,
             prefix=DIALECT.prefix(signature.name),
             user_text={"body": signature.source, "header": signature.header or ""},
+            races=races,
         )
 
     try:
@@ -522,12 +533,12 @@ def run_metal(
             "cunumpy.emulation.metal:run_metal",
             (signature, list(inputs), list(outputs), g, t),
             {"init_value": init_value, "math_mode": math_mode,
-             "options": EmulatorOptions(opts.checks, opts.random_order, opts.seed, False)},
+             "options": replace(opts, isolated=False)},
             outputs,
             DIALECT.prefix(name),
         )
         return
-    gen, lib = _variant(signature, opts.checks, math_mode)
+    gen, lib = _variant(signature, opts.checks, math_mode, bool(opts.races))
     buffers = _buffers(signature, inputs, outputs)
     poisoned = opts.checks and init_value is None
 
@@ -538,6 +549,7 @@ def run_metal(
         _launch.launch(
             lib, DIALECT, name, buffers, g, t,
             random_order=opts.random_order, seed=opts.seed, shared=gen.shared,
+            races=bool(opts.races), strict_barriers=opts.strict_barriers,
         )
 
     once(0)

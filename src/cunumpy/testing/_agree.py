@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from cunumpy import config
+from cunumpy.emulation._options import checking_races
 
 __all__ = ["DEFAULT_TOLERANCES", "assert_kernels_agree", "tolerance_for"]
 
@@ -316,7 +317,9 @@ def assert_kernels_agree(
     :class:`~cunumpy.testing.PortsNotRunError` names each port that could not run and why, when
     no port ran or a required one did not; when other ports were checked, a
     :class:`~cunumpy.testing.PortsNotRunWarning` says which were not, and the result lists the
-    ones that ran.
+    ones that ran. Ports that run on a
+    CPU emulator are checked for data races too (:class:`~cunumpy.emulation.DataRaceError`;
+    ``CUNUMPY_EMULATOR_RACES=0`` turns that off).
 
     Examples
     --------
@@ -434,7 +437,8 @@ def assert_kernels_agree(
             try:
                 if init is not None:
                     kernel.metal.init_value = init
-                kernel.run_port(port, *args, **launch)
+                with checking_races():
+                    kernel.run_port(port, *args, **launch)
             except Exception as exc:
                 if hasattr(exc, "add_note"):
                     exc.add_note(f"{tag} raised while checking {label} against the host kernel")

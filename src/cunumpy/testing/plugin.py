@@ -26,6 +26,9 @@ Fixtures
     (:func:`~cunumpy.kernels.use_port`), on NumPy arrays. The CUDA case runs on the CPU emulator
     (``CUNUMPY_CUDA_ENGINE=emulator``); the Metal case on an Apple GPU when there is one, else on
     the emulator. A case whose engine cannot run here skips with the reason.
+
+Emulated launches inside ``metal_engine``, ``cuda_engine`` and ``kernel_port`` tests check data
+races (``CUNUMPY_EMULATOR_RACES=1``) unless the environment already sets that variable.
 """
 
 from __future__ import annotations
@@ -77,6 +80,14 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
         yield name
 
 
+def _check_races(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Emulated launches of the test check data races, unless the environment says otherwise."""
+    from cunumpy import config
+
+    if config.setting_text("CUNUMPY_EMULATOR_RACES") is None:
+        monkeypatch.setenv("CUNUMPY_EMULATOR_RACES", "1")
+
+
 def _skip_unless_ready(engine: str) -> None:
     """Skip (or, for a required GPU, fail) the running test when ``engine`` cannot run here."""
     from cunumpy._engines._table import engine_status, row
@@ -100,6 +111,7 @@ def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     name = request.param
     _skip_unless_ready("mlx" if name == "mlx" else "emu-metal")
     monkeypatch.setenv("CUNUMPY_METAL_ENGINE", name)
+    _check_races(monkeypatch)
     return name
 
 
@@ -113,6 +125,7 @@ def cuda_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     name = request.param
     _skip_unless_ready("cupy" if name == "cupy" else "emu-cuda")
     monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", name)
+    _check_races(monkeypatch)
     return name
 
 
@@ -132,6 +145,7 @@ def kernel_port(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
             pytest.skip(f"the {port} port cannot run here: {reason}")
         var = "CUNUMPY_CUDA_ENGINE" if port == "cuda" else "CUNUMPY_METAL_ENGINE"
         monkeypatch.setenv(var, setting_value(engine))
+        _check_races(monkeypatch)
     with use_port(port):
         yield port
 

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <new>
 #include <type_traits>
 #include <sys/mman.h>
@@ -41,7 +42,29 @@
 #endif
 
 #define CN_EXPORT extern "C" __attribute__((visibility("default")))
-#define CN_ABI_VERSION 1
+
+// Race-checking builds (cn_race.h) are compiled with -fsanitize=thread: every load and store of
+// an instrumented function calls the emulator. CN_NOTSAN keeps the runtime's own functions out of
+// that; CN_BUILTIN marks small accessors of runtime state that kernels call for every thread
+// (threadIdx, thread attributes, launch arguments): inlined normally, called uninstrumented in
+// race-checking builds.
+#if defined(__SANITIZE_THREAD__)
+#define CN_RACES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CN_RACES 1
+#endif
+#endif
+#ifndef CN_RACES
+#define CN_RACES 0
+#endif
+#define CN_NOTSAN __attribute__((no_sanitize_thread))
+#if CN_RACES
+#define CN_BUILTIN __attribute__((noinline, no_sanitize_thread))
+#else
+#define CN_BUILTIN __attribute__((always_inline))
+#endif
+#define CN_ABI_VERSION 2
 
 namespace cn {
 
@@ -56,7 +79,15 @@ enum ErrorKind : int32_t {
   ERR_INACTIVE_LANE = 3,  // lane exchange read a lane that is not taking part
   ERR_SHARED_LIMIT = 4,   // shared (threadgroup) memory over the dialect's limit (fatal)
   ERR_INTERNAL = 5,       // emulator misuse (fatal)
+  ERR_RACE = 6,           // data race between two threads (race-checking builds)
 };
+
+enum LaunchFlags : int32_t {
+  LAUNCH_RACES = 1,            // check data races (the library must be a race-checking build)
+  LAUNCH_STRICT_BARRIERS = 2,  // threads that returned do not count as arrived at a barrier
+};
+
+enum BarrierFlags : int32_t { BARRIER_SHARED = 1, BARRIER_DEVICE = 2, BARRIER_ALL = 3 };
 
 struct Report {
   int32_t kind;        // ErrorKind of the first failure
@@ -70,11 +101,18 @@ struct Report {
   int32_t lane;        // lane that was read (inactive-lane failures)
   char file[32];       // file name of `line` ("body", "header")
   char detail[512];    // free text for divergence / internal failures
+  uint32_t thread2[3]; // races: the other thread, its group
+  uint32_t group2[3];
+  int32_t access[2];   // races: access kinds (cn::race::Access) of this thread and the other
+  uint32_t pc[2];      // code offsets in the library (this access, the other): file:line
 };
 
 struct Buffer {
   void* data;
   int64_t extent;  // elements reachable from data (strided extent for views)
+  int64_t bytes;   // bytes reachable from data
+  int32_t elem;    // element size in bytes
+  int32_t track;   // race checking: the kernel may write it
 };
 
 struct LaunchDesc {
@@ -88,6 +126,8 @@ struct LaunchDesc {
   uint64_t seed;
   int64_t shared_limit;        // bytes of shared memory a group may use (0: no limit)
   Report* report;
+  int32_t flags;               // LaunchFlags
+  int32_t pad;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -130,6 +170,7 @@ struct State {
   Fiber* fiber = nullptr;           // fiber running now (fiber mode only)
   bool checks = false;
   bool abort = false;
+  bool strict_barriers = false;
   int64_t shared_limit = 0;
   Arena arena;
 };
@@ -147,10 +188,13 @@ inline void copy_file(Report* r, const char* file) {
 }
 
 // Starts a failure record; returns the report when this is the first failure, else nullptr.
-inline Report* begin_failure(int32_t kind) {
+CN_NOTSAN inline Report* begin_failure(int32_t kind) {
   Report* r = g.report;
   if (!r) return nullptr;
-  if (r->count++ != 0) return nullptr;
+  // A barrier divergence is reported rather than the races it causes (threads that skip a
+  // barrier race with the threads that wait at it).
+  bool replace = kind == ERR_BARRIER && r->count != 0 && r->kind == ERR_RACE;
+  if (r->count++ != 0 && !replace) return nullptr;
   r->kind = kind;
   if (g.cur) {
     for (int d = 0; d < 3; ++d) { r->thread[d] = g.cur->tid[d]; r->group[d] = g.cur->gid[d]; }
@@ -158,8 +202,23 @@ inline Report* begin_failure(int32_t kind) {
   return r;
 }
 
+// Offset of a code address in this library (the Python side turns it into file:line).
+__attribute__((noinline, cold)) inline uint32_t code_offset(const void* pc) {
+  Dl_info info;
+  if (!pc || !dladdr(pc, &info)) return 0;
+  return uint32_t(uintptr_t(pc) - uintptr_t(info.dli_fbase) - 1);
+}
+
+__attribute__((noinline, cold)) inline void fail_oob_at(int32_t buffer, int64_t index, int64_t extent,
+                                                        const void* pc) {
+  if (Report* r = begin_failure(ERR_OOB)) {
+    r->buffer = buffer; r->index = index; r->extent = extent;
+    r->pc[0] = code_offset(pc);
+  }
+}
+
 __attribute__((noinline, cold)) inline void fail_oob(int32_t buffer, int64_t index, int64_t extent) {
-  if (Report* r = begin_failure(ERR_OOB)) { r->buffer = buffer; r->index = index; r->extent = extent; }
+  fail_oob_at(buffer, index, extent, __builtin_return_address(0));
 }
 
 __attribute__((noinline, cold, format(printf, 4, 5))) inline void fail_fatal(
@@ -227,7 +286,7 @@ struct ptr {
   __attribute__((noinline, cold)) static T& outside(T* p, int64_t k, int64_t i, int64_t extent,
                                                     int32_t id) {
     if (extent == kUnknownExtent) return p[i];
-    fail_oob(id, k, extent);
+    fail_oob_at(id, k, extent, __builtin_return_address(0));
     return scratch<T>();
   }
   T& operator*() const { return (*this)[0]; }
@@ -302,14 +361,25 @@ __attribute__((always_inline)) inline decltype(auto) tview(A& a) {
   }
 }
 
-inline void arena_begin_group(int nslots) {
+CN_NOTSAN inline void arena_begin_group(int nslots) {
   Arena& a = g.arena;
   a.used = 0;
   a.nslots = nslots;
   for (int k = 0; k < nslots; ++k) a.slots[k] = nullptr;
 }
 
-__attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t align) {
+namespace race {
+inline void shared_slot(int k, void* at, size_t size, size_t elem);
+}
+
+// Size of the elements of a shared declaration's type (the granule of its race shadow).
+template <class A> struct elem_size { static constexpr size_t value = sizeof(A); };
+template <class A, size_t N> struct elem_size<A[N]> { static constexpr size_t value = elem_size<A>::value; };
+template <class T, int64_t N, int ID> struct elem_size<tarr<T, N, ID>> {
+  static constexpr size_t value = elem_size<T>::value;
+};
+
+CN_NOTSAN __attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t align, size_t elem = 1) {
   Arena& a = g.arena;
   if (!a.mem) {
     a.cap = size_t(64) << 20;  // virtual; only touched pages cost memory
@@ -331,13 +401,14 @@ __attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t al
   void* s = a.mem + at;
   if (g.checks) std::memset(s, 0xFF, size);
   a.slots[k] = s;
+  race::shared_slot(k, s, size, elem);
   return s;
 }
 
 template <class A>
 __attribute__((always_inline)) inline A& tg_alloc(int k) {
   void* s = g.arena.slots[k];
-  if (__builtin_expect(!s, 0)) s = arena_alloc(k, sizeof(A), alignof(A) < 16 ? 16 : alignof(A));
+  if (__builtin_expect(!s, 0)) s = arena_alloc(k, sizeof(A), alignof(A) < 16 ? 16 : alignof(A), elem_size<A>::value);
   return *static_cast<A*>(s);
 }
 
@@ -359,6 +430,7 @@ struct Fiber {
   ucontext_t ctx;
 #endif
   int32_t state = F_DONE;
+  int32_t returned = 0;      // left the kernel through a `return` statement
   int32_t line = 0;          // where it waits (barrier / lane exchange)
   const char* file = nullptr;
   Resolver resolve = nullptr;
@@ -372,6 +444,12 @@ struct Fiber {
   unsigned char* stack = nullptr;
   size_t stack_size = 0;
 };
+
+}  // namespace cn
+
+#include "cn_race.h"
+
+namespace cn {
 
 #if CN_FIBER_ASM
 // Saves callee-saved registers on the current stack, stores the stack pointer in *from, loads
@@ -425,6 +503,7 @@ struct Scheduler {
   int32_t barrier_line = 0;
   const char* barrier_file = nullptr;
   bool barrier_mismatch = false;
+  int32_t barrier_flags = BARRIER_ALL;      // memory the barrier being waited at orders
   uint32_t mismatch_a = 0, mismatch_b = 0;  // fibers waiting at two different barriers
 };
 
@@ -432,14 +511,14 @@ inline Scheduler sched;
 
 constexpr size_t kStackBytes = size_t(256) << 10;  // virtual; touched pages only
 
-inline void fiber_main_body(Fiber* f) {
+CN_NOTSAN inline void fiber_main_body(Fiber* f) {
   sched.call(sched.functor, f->info);
   f->state = F_DONE;
   ++sched.n_done;
 }
 
 // The next fiber of the current pass that can run, or null when the pass is over.
-__attribute__((always_inline)) inline Fiber* next_runnable() {
+CN_NOTSAN __attribute__((always_inline)) inline Fiber* next_runnable() {
   while (++sched.pos < int64_t(sched.n)) {
     Fiber* f = &sched.fibers[sched.order[sched.pos]];
     if (f->state == F_RUN) return f;
@@ -449,7 +528,10 @@ __attribute__((always_inline)) inline Fiber* next_runnable() {
 
 // Leaves fiber `f` (blocked or done): switches straight to the next runnable fiber of the pass,
 // or back to the scheduler when there is none.
-__attribute__((always_inline)) inline void leave(Fiber* f) {
+CN_NOTSAN __attribute__((always_inline)) inline void leave(Fiber* f) {
+#if CN_RACES
+  if (race::st.npending) race::flush_pending();
+#endif
   Fiber* n = next_runnable();
 #if CN_FIBER_ASM
   if (n) {
@@ -471,14 +553,14 @@ __attribute__((always_inline)) inline void leave(Fiber* f) {
 }
 
 #if CN_FIBER_ASM
-inline void fiber_main(void* arg) {
+CN_NOTSAN inline void fiber_main(void* arg) {
   Fiber* f = static_cast<Fiber*>(arg);
   fiber_main_body(f);
   leave(f);
   __builtin_unreachable();
 }
 #else
-inline void fiber_main_uc(unsigned hi, unsigned lo) {
+CN_NOTSAN inline void fiber_main_uc(unsigned hi, unsigned lo) {
   Fiber* f = reinterpret_cast<Fiber*>((uintptr_t(hi) << 32) | uintptr_t(lo));
   fiber_main_body(f);
   leave(f);
@@ -486,7 +568,7 @@ inline void fiber_main_uc(unsigned hi, unsigned lo) {
 }
 #endif
 
-inline void ensure_fibers(uint32_t n) {
+CN_NOTSAN inline void ensure_fibers(uint32_t n) {
   if (n <= sched.capacity) return;
   Fiber* nf = static_cast<Fiber*>(std::calloc(n, sizeof(Fiber)));
   uint32_t* order = static_cast<uint32_t*>(std::calloc(n, sizeof(uint32_t)));
@@ -513,8 +595,9 @@ inline void ensure_fibers(uint32_t n) {
   sched.capacity = n;
 }
 
-inline void fiber_start(Fiber* f) {
+CN_NOTSAN inline void fiber_start(Fiber* f) {
   f->state = F_RUN;
+  f->returned = 0;
 #if CN_FIBER_ASM
   // Stack tops are staggered by a multiple of 64 bytes so that the fibers' hot frames do not all
   // fall into the same L1 cache sets.
@@ -541,7 +624,7 @@ inline void fiber_start(Fiber* f) {
 }
 
 // Runs one pass: every runnable fiber, in order, until each has blocked or finished.
-inline void run_pass() {
+CN_NOTSAN inline void run_pass() {
   sched.pos = -1;
   Fiber* f = next_runnable();
   if (!f) return;
@@ -555,14 +638,21 @@ inline void run_pass() {
   g.fiber = nullptr;
 }
 
+// The kernel executes a `return` statement (the rewriters mark those of the kernel's own body):
+// such a thread has left early and counts as arrived at later barriers.
+__attribute__((always_inline)) inline void mark_return() {
+  if (Fiber* f = g.fiber) f->returned = 1;
+}
+
 __attribute__((noinline, cold)) inline void fail_no_fiber(const char* what, int line, const char* file) {
   fail_fatal(ERR_INTERNAL, line, file,
              "%s called in a kernel the emulator runs without fibers (it found no synchronisation "
              "in the source text); please report this kernel", what);
 }
 
-// Group barrier: every thread of the group must reach the same barrier (same source line).
-__attribute__((noinline)) inline void barrier(int line, const char* file) {
+// Group barrier: every thread of the group that has not returned must reach the same barrier
+// (same source line). `flags` (BarrierFlags) says which memory it orders, for race checking.
+CN_NOTSAN __attribute__((noinline)) inline void barrier(int line, const char* file, int flags = BARRIER_ALL) {
   Fiber* f = g.fiber;
   if (!f) {
     if (g.cur && g.cur->nthreads > 1) fail_no_fiber("a barrier", line, file);
@@ -574,6 +664,7 @@ __attribute__((noinline)) inline void barrier(int line, const char* file) {
   if (sched.n_barrier++ == 0) {
     sched.barrier_line = line;
     sched.barrier_file = file;
+    sched.barrier_flags = flags;
   } else if (!sched.barrier_mismatch &&
              (line != sched.barrier_line ||
               (file != sched.barrier_file && std::strcmp(file, sched.barrier_file) != 0))) {
@@ -586,8 +677,8 @@ __attribute__((noinline)) inline void barrier(int line, const char* file) {
 // Lane exchange: deposits `in` and waits until every active lane of the SIMD group reached the
 // same exchange (same line); `resolve` then computes every lane's `out`.
 template <class R, class T>
-inline R lane_exchange(const T& value, int64_t arg, Resolver resolve, int line, const char* file,
-                       uint32_t members = 0) {
+CN_NOTSAN inline R lane_exchange(const T& value, int64_t arg, Resolver resolve, int line,
+                                 const char* file, uint32_t members = 0) {
   static_assert(sizeof(T) <= kSlotBytes && sizeof(R) <= kSlotBytes, "lane value too large");
   Fiber* f = g.fiber;
   if (!f) {
@@ -626,7 +717,7 @@ inline const T& lane_in(const Fiber* f) { return *reinterpret_cast<const T*>(f->
 template <class T>
 inline void lane_out(Fiber* f, const T& v) { std::memcpy(f->out, &v, sizeof(T)); }
 
-__attribute__((noinline, cold)) inline void fail_inactive(const Fiber* reader, int64_t lane) {
+CN_NOTSAN __attribute__((noinline, cold)) inline void fail_inactive(const Fiber* reader, int64_t lane) {
   const ThreadInfo* saved = g.cur;
   g.cur = &reader->info;
   if (Report* r = begin_failure(ERR_INACTIVE_LANE)) {
@@ -670,7 +761,7 @@ inline void describe_thread(char* out, size_t n, const ThreadInfo& t) {
 
 // Resolves the lanes of SIMD group `s` waiting at the same exchange as `first`; with `full`, only
 // when every lane that has not exited waits there.
-inline bool resolve_lanes(uint32_t s, bool full) {
+CN_NOTSAN inline bool resolve_lanes(uint32_t s, bool full) {
   uint32_t w = sched.fibers[0].info.width;
   uint32_t lo = s * w, hi = lo + w < sched.n ? lo + w : sched.n;
   Fiber* first = nullptr;
@@ -717,20 +808,21 @@ inline bool resolve_lanes(uint32_t s, bool full) {
     lanes[i - lo] = f;
   }
   first->resolve(lanes, w);
+  race::lanes_synced(lanes, w, s, sched.n);
   for (uint32_t i = 0; i < w; ++i) {
     if (lanes[i]) { lanes[i]->state = F_RUN; --sched.n_lanes; }
   }
   return true;
 }
 
-__attribute__((noinline, cold)) inline void fail_divergence() {
+CN_NOTSAN __attribute__((noinline, cold)) inline void fail_divergence() {
   char a[48], b[48];
   const ThreadInfo* first_waiting = nullptr;
   const ThreadInfo* first_done = nullptr;
   for (uint32_t i = 0; i < sched.n; ++i) {
     const Fiber& f = sched.fibers[i];
     if (f.state == F_BARRIER && !first_waiting) first_waiting = &f.info;
-    if (f.state == F_DONE && !first_done) first_done = &f.info;
+    if (f.state == F_DONE && !first_done && (g.strict_barriers || !f.returned)) first_done = &f.info;
   }
   g.cur = first_waiting ? first_waiting : &sched.fibers[0].info;
   if (sched.barrier_mismatch) {
@@ -743,16 +835,31 @@ __attribute__((noinline, cold)) inline void fail_divergence() {
                "threads wait at different barriers: thread %s at %s:%d, thread %s at %s:%d", a,
                fa.file, fa.line, b, fb.file, fb.line);
   } else {
+    uint32_t skipped = 0;
+    for (uint32_t i = 0; i < sched.n; ++i) {
+      const Fiber& f = sched.fibers[i];
+      if (f.state == F_DONE && (g.strict_barriers || !f.returned)) ++skipped;
+    }
     describe_thread(a, sizeof a, *first_done);
     describe_thread(b, sizeof b, *first_waiting);
-    fail_fatal(ERR_BARRIER, sched.barrier_line, sched.barrier_file,
-               "%u of %u threads wait at the barrier at %s:%d but %u threads have returned "
-               "(first: thread %s); every thread of a group must reach every barrier",
-               sched.n_barrier, sched.n, sched.barrier_file, sched.barrier_line, sched.n_done, a);
+    if (g.strict_barriers) {
+      fail_fatal(ERR_BARRIER, sched.barrier_line, sched.barrier_file,
+                 "%u of %u threads wait at the barrier at %s:%d but %u threads have returned "
+                 "(first: thread %s); every thread of a group must reach every barrier "
+                 "(strict barriers)",
+                 sched.n_barrier, sched.n, sched.barrier_file, sched.barrier_line, skipped, a);
+    } else {
+      fail_fatal(ERR_BARRIER, sched.barrier_line, sched.barrier_file,
+                 "%u of %u threads wait at the barrier at %s:%d but %u threads have returned "
+                 "(first: thread %s) at the end of the kernel without reaching it: live threads "
+                 "skipped the barrier (threads that left through an early `return` count as "
+                 "arrived, as on the GPU)",
+                 sched.n_barrier, sched.n, sched.barrier_file, sched.barrier_line, skipped, a);
+    }
   }
 }
 
-inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
+CN_NOTSAN inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
   ensure_fibers(n);
   sched.n = n;
   sched.n_done = sched.n_barrier = sched.n_lanes = 0;
@@ -781,8 +888,16 @@ inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
       }
       if (any) continue;
     }
-    // Everything left waits at a barrier.
-    if (sched.n_done != 0 || sched.barrier_mismatch) {
+    // Everything left waits at a barrier. Threads that returned count as arrived (as on the
+    // hardware), unless strict barriers were asked for.
+    bool skipped = false;
+    if (sched.n_done != 0) {
+      for (uint32_t i = 0; i < n && !skipped; ++i) {
+        const Fiber& f = sched.fibers[i];
+        skipped = f.state == F_DONE && (g.strict_barriers || !f.returned);
+      }
+    }
+    if (sched.barrier_mismatch || skipped) {
       if (sched.barrier_mismatch) {
         for (uint32_t i = 0; i < n; ++i) {
           if (sched.fibers[i].state == F_BARRIER && sched.fibers[i].line == sched.barrier_line &&
@@ -796,7 +911,10 @@ inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
       return;
     }
     sched.n_barrier = 0;
-    for (uint32_t i = 0; i < n; ++i) sched.fibers[i].state = F_RUN;
+    race::barrier(sched.barrier_flags);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (sched.fibers[i].state == F_BARRIER) sched.fibers[i].state = F_RUN;
+    }
   }
 }
 
@@ -813,7 +931,7 @@ inline uint32_t ceil_div(uint32_t a, uint32_t b) { return b ? (a + b - 1) / b : 
 // fibers (the kernel synchronises); otherwise as a plain loop. `Checks`: keep the current thread
 // up to date for failure reports. Returns 0, or -1 when the descriptor is unusable.
 template <bool Fibers, bool Checks, class F>
-inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
+CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
   if (d->abi != CN_ABI_VERSION) return -1;
   g.report = d->report;
   g.checks = Checks;
@@ -821,6 +939,7 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
   g.cur = nullptr;
   g.fiber = nullptr;
   g.shared_limit = d->shared_limit;
+  g.strict_barriers = (d->flags & LAUNCH_STRICT_BARRIERS) != 0;
   ThreadInfo t{};
   uint32_t width = d->simd_width ? uint32_t(d->simd_width) : 32u;
   for (int k = 0; k < 3; ++k) {
@@ -840,12 +959,15 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
     shuffle(perm, uint32_t(ngroups), rng);
   }
   uint32_t max_threads = t.dsize[0] * t.dsize[1] * t.dsize[2];
+  race::begin_launch(d, ngroups, max_threads);
   ThreadInfo* infos = nullptr;
   uint32_t* torder = nullptr;
   if (Fibers || d->random_order) {
     infos = static_cast<ThreadInfo*>(std::malloc(sizeof(ThreadInfo) * max_threads));
     torder = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * max_threads));
-    if (!infos || !torder) { std::free(perm); std::free(infos); std::free(torder); return -1; }
+    if (!infos || !torder) {
+      std::free(perm); std::free(infos); std::free(torder); race::end_launch(); return -1;
+    }
   }
   if (Fibers) {
     sched.call = &call_functor<std::remove_reference_t<F>>;
@@ -864,6 +986,7 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
     }
     t.nthreads = t.gsize[0] * t.gsize[1] * t.gsize[2];
     if (nshared) arena_begin_group(nshared);
+    race::begin_group(uint32_t(lin), max_threads, t.nthreads, width, Fibers);
     if (Fibers || d->random_order) {
       uint32_t i = 0;
       for (uint32_t z = 0; z < t.gsize[2]; ++z)
@@ -884,6 +1007,9 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
           const ThreadInfo& u = infos[torder[k]];
           if (Checks) g.cur = &u;
           kernel(u);
+#if CN_RACES
+          if (race::st.npending) race::flush_pending();
+#endif
         }
       }
       continue;
@@ -901,11 +1027,15 @@ inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
           t.lin = i;
           if (Checks) g.cur = &t;
           kernel(static_cast<const ThreadInfo&>(t));
+#if CN_RACES
+          if (race::st.npending) race::flush_pending();
+#endif
         }
       }
     }
   }
   g.cur = nullptr;
+  race::end_launch();
   std::free(perm);
   std::free(infos);
   std::free(torder);

@@ -106,19 +106,19 @@ struct dim3 {
 namespace cn {
 namespace cuda {
 
-__attribute__((always_inline)) inline uint3 thread_idx() {
+CN_BUILTIN inline uint3 thread_idx() {
   const ThreadInfo* t = g.cur;
   return uint3{t->tid[0], t->tid[1], t->tid[2]};
 }
-__attribute__((always_inline)) inline uint3 block_idx() {
+CN_BUILTIN inline uint3 block_idx() {
   const ThreadInfo* t = g.cur;
   return uint3{t->gid[0], t->gid[1], t->gid[2]};
 }
-__attribute__((always_inline)) inline dim3 block_dim() {
+CN_BUILTIN inline dim3 block_dim() {
   const ThreadInfo* t = g.cur;
   return dim3(t->dsize[0], t->dsize[1], t->dsize[2]);
 }
-__attribute__((always_inline)) inline dim3 grid_dim() {
+CN_BUILTIN inline dim3 grid_dim() {
   const ThreadInfo* t = g.cur;
   return dim3(t->ngroups[0], t->ngroups[1], t->ngroups[2]);
 }
@@ -169,7 +169,7 @@ inline int __syncthreads_and(int pred, CN_SITE) {
 inline int __syncthreads_or(int pred, CN_SITE) {
   return cn::cuda::sync_reduce(pred, 2, cn_line, cn_file);
 }
-inline void __threadfence() {}
+inline void __threadfence() { CN_RACE_FENCE(); }
 inline void __threadfence_block() {}
 inline void __threadfence_system() {}
 
@@ -470,7 +470,8 @@ template <class T> using arg_t = typename same<T>::type;
 
 #define CN_ATOMIC(NAME, EXPR)                                                              \
   template <class T>                                                                       \
-  inline T NAME(T* p, cn::cuda::arg_t<T> val) {                                            \
+  __attribute__((always_inline)) inline T NAME(T* p, cn::cuda::arg_t<T> val) {            \
+    CN_RACE_ATOMIC;                                                                        \
     T old = *p;                                                                            \
     *p = (EXPR);                                                                           \
     return old;                                                                            \
@@ -499,7 +500,9 @@ CN_ATOMIC(atomicDec, ((old == 0 || old > val) ? val : T(old - 1)))
 #undef CN_ATOMIC
 
 template <class T>
-inline T atomicCAS(T* p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+__attribute__((always_inline)) inline T atomicCAS(T* p, cn::cuda::arg_t<T> compare,
+                                                 cn::cuda::arg_t<T> val) {
+  CN_RACE_CAS;
   T old = *p;
   if (old == compare) *p = val;
   return old;
@@ -833,7 +836,8 @@ inline int64_t dynamic_shared_bytes = 0;
 template <class T, int SLOT, int ID, bool Checks>
 inline auto dynamic_shared() {
   void* s = g.arena.slots[SLOT];
-  if (!s) s = arena_alloc(SLOT, dynamic_shared_bytes > 0 ? size_t(dynamic_shared_bytes) : 16, 16);
+  if (!s) s = arena_alloc(SLOT, dynamic_shared_bytes > 0 ? size_t(dynamic_shared_bytes) : 16, 16,
+                          elem_size<T>::value);
   T* p = static_cast<T*>(s);
   if constexpr (Checks) {
     return ptr<T>(p, p, int64_t(dynamic_shared_bytes / int64_t(sizeof(T))), -1 - ID);
@@ -903,7 +907,8 @@ struct sited {
   template <class I>
   __attribute__((always_inline)) decltype(auto) operator[](I i) const {
     decltype(auto) r = (*a)[i];
-    if (__builtin_expect(g.report->count != 0, 0)) record_site(a, i, line, file);
+    // Race-checking builds name lines from code addresses (and spare this load per access).
+    if (!CN_RACES && __builtin_expect(g.report->count != 0, 0)) record_site(a, i, line, file);
     using R = std::remove_cv_t<std::remove_reference_t<decltype(r)>>;
     if constexpr (is_tarr<R>::value) {
       return sited<std::remove_reference_t<decltype(r)>>{&r, line, file};
@@ -928,9 +933,9 @@ struct PtrArg {
   int64_t bytes;
   int32_t id;
   template <class T>
-  operator T*() const { return static_cast<T*>(data); }
+  CN_BUILTIN operator T*() const { return static_cast<T*>(data); }
   template <class T>
-  operator ptr<T>() const {
+  CN_BUILTIN operator ptr<T>() const {
     T* p = static_cast<T*>(data);
     return ptr<T>(p, p, bytes / int64_t(sizeof(T)), id);
   }
@@ -942,7 +947,7 @@ struct ValArg {
   int64_t bytes;
   const char* name;
   template <class T>
-  operator T() const {
+  CN_BUILTIN operator T() const {
     static_assert(std::is_trivially_copyable<T>::value, "kernel parameters must be trivially copyable");
     if (__builtin_expect(int64_t(sizeof(T)) != bytes, 0)) {
       fail_fatal(ERR_INTERNAL, 0, nullptr,

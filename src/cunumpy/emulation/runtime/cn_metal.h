@@ -71,9 +71,13 @@ constexpr mem_flags operator&(mem_flags a, mem_flags b) {
 enum class thread_scope { thread_scope_thread, thread_scope_simdgroup, thread_scope_threadgroup,
                           thread_scope_device };
 
-inline void threadgroup_barrier(mem_flags = mem_flags::mem_none, int line = __builtin_LINE(),
+// Race checking: mem_threadgroup orders threadgroup memory, mem_device device memory; mem_none
+// is an execution barrier only.
+inline void threadgroup_barrier(mem_flags f = mem_flags::mem_none, int line = __builtin_LINE(),
                                 const char* file = __builtin_FILE()) {
-  cn::barrier(line, file);
+  cn::barrier(line, file,
+              ((unsigned(f) & unsigned(mem_flags::mem_threadgroup)) ? cn::BARRIER_SHARED : 0) |
+                  ((unsigned(f) & unsigned(mem_flags::mem_device)) ? cn::BARRIER_DEVICE : 0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -371,11 +375,16 @@ using atomic_ulong = atomic<unsigned long>;
 template <class T> struct cn_same { using type = T; };
 template <class T> using cn_arg = typename cn_same<T>::type;
 
-inline void atomic_thread_fence(mem_flags, memory_order, thread_scope = thread_scope::thread_scope_device) {}
+inline void atomic_thread_fence(mem_flags f, memory_order,
+                                thread_scope = thread_scope::thread_scope_device) {
+  if (unsigned(f) & unsigned(mem_flags::mem_device)) CN_RACE_FENCE();
+}
 
 #define CN_ATOMIC_RMW(NAME, EXPR)                                                         \
   template <class T>                                                                      \
-  inline T NAME(volatile atomic<T>* o, cn_arg<T> a, memory_order = memory_order_relaxed) {  \
+  __attribute__((always_inline)) inline T NAME(volatile atomic<T>* o, cn_arg<T> a,       \
+                                               memory_order = memory_order_relaxed) {     \
+    CN_RACE_ATOMIC;                                                                       \
     atomic<T>* p = const_cast<atomic<T>*>(o);                                             \
     T old = p->v;                                                                         \
     p->v = (EXPR);                                                                        \
@@ -397,7 +406,9 @@ CN_ATOMIC_RMW(atomic_exchange_explicit, a)
 #undef CN_ATOMIC_RMW
 
 template <class T>
-inline T atomic_load_explicit(const volatile atomic<T>* o, memory_order = memory_order_relaxed) {
+__attribute__((always_inline)) inline T atomic_load_explicit(const volatile atomic<T>* o,
+                                                            memory_order = memory_order_relaxed) {
+  CN_RACE_ATOMIC;
   return const_cast<const atomic<T>*>(o)->v;
 }
 template <class T>
@@ -409,8 +420,9 @@ inline T atomic_load_explicit(cn::ptr<const atomic<T>> o, memory_order m = memor
   return atomic_load_explicit(&o[0], m);
 }
 template <class T>
-inline void atomic_store_explicit(volatile atomic<T>* o, cn_arg<T> a,
-                                  memory_order = memory_order_relaxed) {
+__attribute__((always_inline)) inline void atomic_store_explicit(
+    volatile atomic<T>* o, cn_arg<T> a, memory_order = memory_order_relaxed) {
+  CN_RACE_ATOMIC;
   const_cast<atomic<T>*>(o)->v = a;
 }
 template <class T>
@@ -423,6 +435,7 @@ inline bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* o, cn_arg<
                                                   cn_arg<T> desired,
                                                   memory_order = memory_order_relaxed,
                                                   memory_order = memory_order_relaxed) {
+  CN_RACE_CAS;
   atomic<T>* p = const_cast<atomic<T>*>(o);
   if (p->v == *expected) {
     p->v = desired;
@@ -636,33 +649,40 @@ inline To cast(From&& v) {
   }
 }
 
-inline uint3 u3(const uint32_t* v) { return uint3(v[0], v[1], v[2]); }
-inline uint cdiv(uint a, uint b) { return (a + b - 1) / b; }
+// Called by the generated launcher (uninstrumented in race-checking builds).
+#define CN_ATTRIBUTE __attribute__((always_inline)) CN_NOTSAN
+CN_ATTRIBUTE inline uint3 u3(const uint32_t* v) {
+  uint3 r;
+  std::memcpy(&r, v, 3 * sizeof(uint32_t));
+  return r;
+}
+CN_ATTRIBUTE inline uint cdiv(uint a, uint b) { return (a + b - 1) / b; }
 
-inline uint3 dispatch_threads_per_threadgroup(const ThreadInfo& t) { return u3(t.dsize); }
-inline uint dispatch_simdgroups_per_threadgroup(const ThreadInfo& t) {
+CN_ATTRIBUTE inline uint3 dispatch_threads_per_threadgroup(const ThreadInfo& t) { return u3(t.dsize); }
+CN_ATTRIBUTE inline uint dispatch_simdgroups_per_threadgroup(const ThreadInfo& t) {
   return cdiv(t.dsize[0] * t.dsize[1] * t.dsize[2], t.width);
 }
-inline uint dispatch_quadgroups_per_threadgroup(const ThreadInfo& t) {
+CN_ATTRIBUTE inline uint dispatch_quadgroups_per_threadgroup(const ThreadInfo& t) {
   return cdiv(t.dsize[0] * t.dsize[1] * t.dsize[2], 4);
 }
-inline uint3 grid_origin(const ThreadInfo&) { return uint3(0, 0, 0); }
-inline uint3 grid_size(const ThreadInfo& t) { return u3(t.grid); }
-inline uint quadgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / 4; }
-inline uint quadgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, 4); }
-inline uint simdgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / t.width; }
-inline uint simdgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, t.width); }
-inline uint thread_execution_width(const ThreadInfo& t) { return t.width; }
-inline uint thread_index_in_quadgroup(const ThreadInfo& t) { return t.lin % 4; }
-inline uint thread_index_in_simdgroup(const ThreadInfo& t) { return t.lin % t.width; }
-inline uint thread_index_in_threadgroup(const ThreadInfo& t) { return t.lin; }
-inline uint3 thread_position_in_grid(const ThreadInfo& t) { return u3(t.pos); }
-inline uint3 thread_position_in_threadgroup(const ThreadInfo& t) { return u3(t.tid); }
-inline uint3 threadgroup_position_in_grid(const ThreadInfo& t) { return u3(t.gid); }
-inline uint3 threadgroups_per_grid(const ThreadInfo& t) { return u3(t.ngroups); }
-inline uint3 threads_per_grid(const ThreadInfo& t) { return u3(t.grid); }
-inline uint threads_per_simdgroup(const ThreadInfo& t) { return t.width; }
-inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); }
+CN_ATTRIBUTE inline uint3 grid_origin(const ThreadInfo&) { return uint3(0, 0, 0); }
+CN_ATTRIBUTE inline uint3 grid_size(const ThreadInfo& t) { return u3(t.grid); }
+CN_ATTRIBUTE inline uint quadgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / 4; }
+CN_ATTRIBUTE inline uint quadgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, 4); }
+CN_ATTRIBUTE inline uint simdgroup_index_in_threadgroup(const ThreadInfo& t) { return t.lin / t.width; }
+CN_ATTRIBUTE inline uint simdgroups_per_threadgroup(const ThreadInfo& t) { return cdiv(t.nthreads, t.width); }
+CN_ATTRIBUTE inline uint thread_execution_width(const ThreadInfo& t) { return t.width; }
+CN_ATTRIBUTE inline uint thread_index_in_quadgroup(const ThreadInfo& t) { return t.lin % 4; }
+CN_ATTRIBUTE inline uint thread_index_in_simdgroup(const ThreadInfo& t) { return t.lin % t.width; }
+CN_ATTRIBUTE inline uint thread_index_in_threadgroup(const ThreadInfo& t) { return t.lin; }
+CN_ATTRIBUTE inline uint3 thread_position_in_grid(const ThreadInfo& t) { return u3(t.pos); }
+CN_ATTRIBUTE inline uint3 thread_position_in_threadgroup(const ThreadInfo& t) { return u3(t.tid); }
+CN_ATTRIBUTE inline uint3 threadgroup_position_in_grid(const ThreadInfo& t) { return u3(t.gid); }
+CN_ATTRIBUTE inline uint3 threadgroups_per_grid(const ThreadInfo& t) { return u3(t.ngroups); }
+CN_ATTRIBUTE inline uint3 threads_per_grid(const ThreadInfo& t) { return u3(t.grid); }
+CN_ATTRIBUTE inline uint threads_per_simdgroup(const ThreadInfo& t) { return t.width; }
+CN_ATTRIBUTE inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); }
+#undef CN_ATTRIBUTE
 
 }  // namespace msl
 }  // namespace cn

@@ -1,0 +1,650 @@
+// cunumpy CPU emulation: data-race detection (included by cn_core.h).
+//
+// How accesses are seen. A race-checking build compiles the kernel with GCC/Clang's thread
+// sanitizer instrumentation (`-fsanitize=thread`) but links none of its runtime: the compiler
+// calls __tsan_read4(addr), __tsan_write8(addr), ... before every load and store the optimiser
+// keeps, and this header defines those functions. So reads and writes are told apart exactly,
+// through raw pointers, casts (`(uint*)shared_bytes`, `reinterpret_cast<float4*>(x)`), derived
+// pointers, struct members and helpers alike; an access counts when its address falls in a
+// tracked region: a writable buffer argument of the launch or a shared (threadgroup) array.
+// Thread-private memory (locals, the fibers' stacks) and read-only inputs are not tracked.
+//
+// Memory model (what orders two accesses of different threads of one launch):
+//   * same group, shared memory: a barrier that orders threadgroup memory (__syncthreads, or
+//     threadgroup_barrier with mem_threadgroup) between them; device memory: a barrier that
+//     orders device memory (__syncthreads, threadgroup_barrier with mem_device);
+//   * same SIMD group / warp: a lane exchange both lanes took part in (__syncwarp, shuffles,
+//     votes, simdgroup_barrier, simd_* functions), tracked with a vector clock per lane;
+//   * different groups: nothing, except atomics against atomics (never a race) and a group
+//     that published its writes with a device fence followed by an atomic, read by a thread
+//     that has done an atomic itself (the "last block" pattern of fence-based reductions).
+// Two writes of the same bytes by two threads are tolerated (as GPUVerify does by default);
+// a read against such a write is not.
+//
+// Shadow state: one Entry (the last write and the last two reads, 12 bytes each: 36 bytes) per
+// granule: 4 bytes of a buffer (its element size when smaller), the element size of a shared
+// array (up to 4 bytes). Records name their thread, the barrier epoch of its group, its lane's
+// clock and the access's code address (turned into file:line by the Python side). Nothing is
+// cleared between groups or barriers: records carry the group (through the thread number) and
+// the epoch, so a shared-memory record of an earlier group is stale and one of an earlier epoch
+// is ordered.
+#ifndef CN_RACE_H
+#define CN_RACE_H
+
+// CN_RACES, CN_NOTSAN and CN_BUILTIN are defined at the top of cn_core.h.
+
+namespace cn {
+namespace race {
+
+constexpr int kMaxRegions = 64 + 256;
+constexpr uint32_t kMaxWidth = 64;
+constexpr uint16_t kAtomicBit = 0x8000;
+constexpr uint16_t kCasBit = 0x4000;     // a compare-and-swap (tolerates plain reads)
+constexpr uint16_t kEpochMask = 0x3FFF;
+
+enum Access : int32_t { A_READ = 1, A_WRITE = 2, A_ATOMIC_READ = 3, A_ATOMIC_WRITE = 4 };
+
+struct Rec {
+  uint32_t thread;  // 1 + linear thread number in the launch (group * threads per group + lin)
+  uint32_t pc;      // code offset of the access in the library (low 24 bits), launch (high 8)
+  uint16_t epoch;   // barrier epoch of the group (bit 15: atomic, bit 14: compare-and-swap)
+  uint16_t clock;   // the lane's clock, relative to the group's base
+};
+
+struct Entry {
+  Rec w, r1, r2;
+};
+
+struct Region {
+  uintptr_t lo = 0, hi = 0;
+  Entry* shadow = nullptr;
+  int32_t id = 0;      // buffer slot, or -1 - k for shared slot k
+  uint8_t shift = 0;   // log2 of the granule
+  uint8_t shared = 0;  // shared (threadgroup) memory
+};
+
+struct Pending {  // a write-write conflict kept until the writer's segment ends
+  Entry* entry;
+  Rec prior;
+  Region* region;
+  uintptr_t addr;
+  uint32_t bytes;
+  uint32_t pc;
+  unsigned char before[8];
+};
+
+// Shadow memory kept mapped from one launch to the next (records of earlier launches are told
+// apart by their launch number), so that a launch does not pay the page faults of fresh memory.
+struct Shadow {
+  Entry* mem = nullptr;
+  size_t bytes = 0;
+  bool used = false;
+};
+constexpr int kPool = 64;
+constexpr size_t kKeepBytes = size_t(64) << 20;  // larger shadows are unmapped after the launch
+
+struct State {
+  bool on = false;
+  uint32_t gen = 0;  // launch number (8 bits) in Rec::pc
+  Shadow pool[kPool];
+  Region regions[kMaxRegions];
+  int nregions = 0;   // buffers first, then shared slots
+  int nbuffers = 0;
+  Region* last = nullptr;
+  Region none;
+  // Group being run.
+  uint32_t gfirst = 0;  // linear number of its first thread
+  uint32_t dsz = 1;     // threads per group at dispatch
+  uint32_t width = 32;
+  uint32_t glin = 0;
+  uint16_t ep_tg = 0, ep_dev = 0;
+  // Lane clocks: vc[lin * width + lane] (fiber mode only).
+  uint32_t* vc = nullptr;
+  uint32_t vc_cap = 0;
+  bool lanes = false;
+  uint32_t clk_base = 0, clk_max = 0;
+  // Fence-and-atomic publication between groups.
+  uint8_t* fenced = nullptr;    // per thread of the group: a device fence since its last atomic
+  uint8_t* acquired = nullptr;  // per thread of the group: has done an atomic
+  uint16_t* released = nullptr;  // per group: 1 + last device epoch published (0: none)
+  uint64_t ngroups = 0;
+  uint32_t thread_cap = 0;
+  int atomic_depth = 0;
+  int cas_depth = 0;
+  uintptr_t base = 0;  // load address of this library
+  Pending pending[64];
+  int npending = 0;
+  Entry* shared_shadow[256] = {};
+  size_t shared_cap[256] = {};
+};
+
+inline State st;
+
+struct AtomicScope {
+  CN_NOTSAN AtomicScope() { ++st.atomic_depth; }
+  CN_NOTSAN ~AtomicScope() { --st.atomic_depth; }
+};
+
+// A compare-and-swap. The loop that reads the old value plainly and retries with atomicCAS (the
+// CUDA programming guide's way to build atomics on other types) is not reported: plain reads
+// never race with a compare-and-swap (they still race with every other atomic and write).
+struct CasScope {
+  CN_NOTSAN CasScope() { ++st.atomic_depth; ++st.cas_depth; }
+  CN_NOTSAN ~CasScope() { --st.atomic_depth; --st.cas_depth; }
+};
+
+CN_NOTSAN inline void* map_zero(size_t bytes) {
+  if (!bytes) return nullptr;
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return m == MAP_FAILED ? nullptr : m;
+}
+
+CN_NOTSAN inline uint8_t granule_shift(size_t elem) {
+  uint8_t s = 0;
+  while (s < 2 && elem % (size_t(2) << s) == 0) ++s;
+  return s;
+}
+
+CN_NOTSAN inline Entry* region_shadow(size_t bytes, uint8_t shift) {
+  State& s = st;
+  size_t need = ((bytes + (size_t(1) << shift) - 1) >> shift) * sizeof(Entry);
+  Shadow* best = nullptr;
+  for (Shadow& q : s.pool)
+    if (!q.used && q.mem && q.bytes >= need && (!best || q.bytes < best->bytes)) best = &q;
+  if (!best) {
+    for (Shadow& q : s.pool) if (!q.mem) { best = &q; break; }
+    if (!best) return nullptr;
+    best->mem = static_cast<Entry*>(map_zero(need));
+    best->bytes = best->mem ? need : 0;
+    if (!best->mem) return nullptr;
+  }
+  best->used = true;
+  return best->mem;
+}
+
+CN_NOTSAN inline void drop_pool(bool all) {
+  for (Shadow& q : st.pool) {
+    q.used = false;
+    if (q.mem && (all || q.bytes > kKeepBytes)) {
+      munmap(q.mem, q.bytes);
+      q.mem = nullptr;
+      q.bytes = 0;
+    }
+  }
+}
+
+// Launch start: tracked buffers (writable arguments), the library's load address.
+CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32_t threads_per_group) {
+  State& s = st;
+  s.on = CN_RACES && (d->flags & LAUNCH_RACES) != 0;
+  s.nregions = s.nbuffers = 0;
+  s.none = Region{};
+  s.last = &s.none;
+  s.npending = 0;
+  s.atomic_depth = 0;
+  s.clk_base = s.clk_max = 0;
+  s.lanes = false;
+  if (!s.on) return;
+  s.gen = (s.gen + 1) & 0xFF;
+  if (s.gen == 0) {  // launch numbers wrap: start from zeroed shadow memory
+    drop_pool(true);
+    for (int k = 0; k < 256; ++k) {
+      if (s.shared_shadow[k]) munmap(s.shared_shadow[k], s.shared_cap[k]);
+      s.shared_shadow[k] = nullptr;
+      s.shared_cap[k] = 0;
+    }
+    s.gen = 1;
+  }
+  Dl_info info;
+  s.base = dladdr(reinterpret_cast<void*>(&begin_launch), &info) ? uintptr_t(info.dli_fbase) : 0;
+  for (int k = 0; k < d->nbuffers && s.nregions < 64; ++k) {
+    const Buffer& b = d->buffers[k];
+    if (!b.track || !b.data || b.bytes <= 0) continue;
+    Region& r = s.regions[s.nregions];
+    r.lo = uintptr_t(b.data);
+    r.hi = r.lo + uintptr_t(b.bytes);
+    r.shift = granule_shift(size_t(b.elem > 0 ? b.elem : 4));
+    r.shadow = region_shadow(size_t(b.bytes), r.shift);
+    r.id = k;
+    r.shared = 0;
+    if (!r.shadow) continue;
+    ++s.nregions;
+  }
+  s.nbuffers = s.nregions;
+  s.ngroups = ngroups;
+  s.released = static_cast<uint16_t*>(map_zero(size_t(ngroups < (1u << 26) ? ngroups : 0) * 2));
+  if (threads_per_group > s.thread_cap) {
+    std::free(s.fenced);
+    std::free(s.acquired);
+    s.fenced = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
+    s.acquired = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
+    s.thread_cap = threads_per_group;
+  }
+}
+
+CN_NOTSAN inline void end_launch() {
+  State& s = st;
+  if (!s.on) return;
+  drop_pool(false);
+  if (s.released) munmap(s.released, size_t(s.ngroups) * 2);
+  s.released = nullptr;
+  s.nregions = s.nbuffers = 0;
+  s.last = &s.none;
+  s.on = false;
+}
+
+// A group starts: fresh epochs, lane clocks above every clock used so far.
+CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads, uint32_t width,
+                                  bool fibers) {
+  State& s = st;
+  if (!s.on) return;
+  s.glin = glin;
+  s.dsz = dsz;
+  s.gfirst = glin * dsz;
+  s.width = width < kMaxWidth ? width : kMaxWidth;
+  s.ep_tg = s.ep_dev = 0;
+  s.nregions = s.nbuffers;  // shared slots register again as they are allocated
+  s.last = &s.none;
+  std::memset(s.fenced, 0, nthreads);
+  std::memset(s.acquired, 0, nthreads);
+  s.lanes = fibers;
+  if (!fibers) return;
+  uint32_t need = nthreads * s.width;
+  if (need > s.vc_cap) {
+    std::free(s.vc);
+    s.vc = static_cast<uint32_t*>(std::calloc(need, sizeof(uint32_t)));
+    s.vc_cap = need;
+  }
+  s.clk_base = s.clk_max + 1;
+  s.clk_max = s.clk_base;
+  for (uint32_t i = 0; i < nthreads; ++i) s.vc[i * s.width + i % s.width] = s.clk_base;
+}
+
+// A shared slot was placed for this group.
+CN_NOTSAN inline void shared_slot(int k, void* at, size_t size, size_t elem) {
+  State& s = st;
+  if (!s.on || s.nregions >= kMaxRegions || k < 0 || k >= 256) return;
+  uint8_t shift = granule_shift(elem ? elem : 1);
+  size_t n = (size + (size_t(1) << shift) - 1) >> shift;
+  size_t bytes = n * sizeof(Entry);
+  if (bytes > s.shared_cap[k]) {
+    if (s.shared_shadow[k]) munmap(s.shared_shadow[k], s.shared_cap[k]);
+    s.shared_shadow[k] = static_cast<Entry*>(map_zero(bytes));
+    s.shared_cap[k] = s.shared_shadow[k] ? bytes : 0;
+  }
+  if (!s.shared_shadow[k]) return;
+  Region& r = s.regions[s.nregions++];
+  r.lo = uintptr_t(at);
+  r.hi = r.lo + size;
+  r.shadow = s.shared_shadow[k];
+  r.id = -1 - k;
+  r.shift = shift;
+  r.shared = 1;
+}
+
+// A barrier released the group: `flags` says which memory it orders.
+CN_NOTSAN inline void barrier(int flags) {
+  State& s = st;
+  if (!s.on) return;
+  if (flags & BARRIER_SHARED) s.ep_tg = uint16_t((s.ep_tg + 1) & kEpochMask);
+  if (flags & BARRIER_DEVICE) s.ep_dev = uint16_t((s.ep_dev + 1) & kEpochMask);
+}
+
+// The lanes of SIMD group `sub` in `lanes` (non-null) took part in one exchange.
+CN_NOTSAN inline void lanes_synced(Fiber** lanes, uint32_t w, uint32_t sub, uint32_t nthreads) {
+  State& s = st;
+  if (!s.on || !s.lanes) return;
+  const uint32_t W = s.width;
+  uint32_t join[kMaxWidth] = {};
+  uint32_t lo = sub * w;
+  for (uint32_t i = 0; i < w && i < W; ++i) {
+    if (!lanes[i] || lo + i >= nthreads) continue;
+    uint32_t* v = s.vc + (lo + i) * W;
+    uint32_t own = ++v[i];
+    if (own > s.clk_max) s.clk_max = own;
+    for (uint32_t j = 0; j < W; ++j) join[j] = v[j] > join[j] ? v[j] : join[j];
+  }
+  for (uint32_t i = 0; i < w && i < W; ++i) {
+    if (!lanes[i] || lo + i >= nthreads) continue;
+    std::memcpy(s.vc + (lo + i) * W, join, W * sizeof(uint32_t));
+  }
+}
+
+// A device-memory fence by the running thread (__threadfence, atomic_thread_fence(mem_device)).
+CN_NOTSAN inline void fence() {
+  State& s = st;
+  if (!s.on || !g.cur) return;
+  s.fenced[g.cur->lin] = 1;
+}
+
+CN_NOTSAN inline Region* find(uintptr_t a) {
+  State& s = st;
+  for (int k = 0; k < s.nregions; ++k) {
+    Region& r = s.regions[k];
+    if (a - r.lo < r.hi - r.lo) return &r;
+  }
+  return nullptr;
+}
+
+CN_NOTSAN inline void decompose(uint32_t lin, const uint32_t* size, uint32_t* out) {
+  uint32_t sx = size[0] ? size[0] : 1, sy = size[1] ? size[1] : 1;
+  out[0] = lin % sx;
+  out[1] = (lin / sx) % sy;
+  out[2] = lin / (sx * sy);
+}
+
+CN_NOTSAN inline int32_t kind_of(const Rec& r, bool write) {
+  bool atomic = (r.epoch & kAtomicBit) != 0;
+  return write ? (atomic ? A_ATOMIC_WRITE : A_WRITE) : (atomic ? A_ATOMIC_READ : A_READ);
+}
+
+__attribute__((noinline, cold)) CN_NOTSAN inline void report(const Region& r, uintptr_t addr,
+                                                             int32_t kind, uint32_t pc,
+                                                             const Rec& prior, int32_t prior_kind) {
+  Report* rep = begin_failure(ERR_RACE);
+  if (!rep) return;
+  const ThreadInfo* t = g.cur;
+  rep->buffer = r.id;
+  rep->index = int64_t(addr - r.lo);
+  rep->extent = int64_t(r.hi - r.lo);
+  rep->access[0] = kind;
+  rep->access[1] = prior_kind;
+  rep->pc[0] = pc & 0xFFFFFF;
+  rep->pc[1] = prior.pc & 0xFFFFFF;
+  if (!t) return;
+  uint32_t pt = prior.thread - 1;
+  uint32_t pg = pt / (st.dsz ? st.dsz : 1), plin = pt % (st.dsz ? st.dsz : 1);
+  rep->lane = (pt - st.gfirst < st.dsz && plin / st.width == t->lin / st.width) ? 1 : 0;
+  uint32_t gid[3], gsize[3];
+  decompose(pg, t->ngroups, gid);
+  for (int d = 0; d < 3; ++d) {
+    uint32_t left = t->grid[d] - gid[d] * t->dsize[d];
+    gsize[d] = left < t->dsize[d] ? left : t->dsize[d];
+    rep->group2[d] = gid[d];
+  }
+  decompose(plin, gsize, rep->thread2);
+}
+
+// Whether the earlier access `p` is ordered before the running thread's access (or does not
+// matter: a shared-memory record of an earlier group).
+CN_NOTSAN __attribute__((always_inline)) inline bool live(const Rec& r) {
+  return r.thread && (r.pc >> 24) == st.gen;
+}
+
+CN_NOTSAN inline bool ordered(const Rec& p, bool shared, uint16_t epoch, const ThreadInfo* t) {
+  State& s = st;
+  uint32_t pt = p.thread - 1;
+  uint32_t plin = pt - s.gfirst;
+  if (plin >= s.dsz) {
+    if (shared) return true;  // another group's instance of the array
+    if (!s.released || !s.acquired[t->lin]) return false;
+    uint64_t pg = pt / s.dsz;
+    return pg < s.ngroups && s.released[pg] > (p.epoch & kEpochMask);
+  }
+  if ((p.epoch & kEpochMask) != epoch) return true;
+  if (!s.lanes) return false;
+  const uint32_t W = s.width;
+  if (plin / W != t->lin / W) return false;
+  return s.vc[t->lin * W + plin % W] > s.clk_base + p.clock;
+}
+
+CN_NOTSAN inline void flush_pending() {
+  State& s = st;
+  for (int k = 0; k < s.npending; ++k) {
+    Pending& q = s.pending[k];
+    if (std::memcmp(reinterpret_cast<const void*>(q.addr), q.before, q.bytes) == 0) continue;
+    report(*q.region, q.addr, A_WRITE, q.pc, q.prior, kind_of(q.prior, true));
+  }
+  s.npending = 0;
+}
+
+// Whether the earlier record `q` (a write record when `q_write`) conflicts with the running
+// thread's access described by the rest.
+CN_NOTSAN __attribute__((always_inline)) inline bool conflicts(const Rec& q, bool q_write,
+                                                              const Rec& me, bool write,
+                                                              bool atomic, bool cas, bool shared,
+                                                              uint16_t epoch, const ThreadInfo* t) {
+  if (!live(q) || q.thread == me.thread) return false;
+  if (atomic && (q.epoch & kAtomicBit)) return false;
+  if (cas && !q_write && !(q.epoch & kAtomicBit)) return false;          // CAS vs plain read
+  if (!write && !atomic && q_write && (q.epoch & kCasBit)) return false;  // plain read vs CAS
+  return !ordered(q, shared, epoch, t);
+}
+
+// The running thread's access of `size` bytes at `a` in region `r`, from code address `ret`.
+__attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a, uint32_t size,
+                                                          bool write, void* ret) {
+  State& s = st;
+  const ThreadInfo* t = g.cur;
+  if (!t) return;
+  const bool atomic = s.atomic_depth > 0;
+  const bool shared = r->shared != 0;
+  const uint16_t epoch = shared ? s.ep_tg : s.ep_dev;
+  Rec me;
+  me.thread = s.gfirst + t->lin + 1;
+  me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & 0xFFFFFF) | (s.gen << 24);
+  const bool cas = s.cas_depth > 0;
+  me.epoch = uint16_t(epoch | (atomic ? kAtomicBit : 0) | (cas ? kCasBit : 0));
+  uint32_t clock = 0;
+  if (s.lanes) {
+    uint32_t own = s.vc[t->lin * s.width + t->lin % s.width] - s.clk_base;
+    clock = own < 0xFFFF ? own : 0xFFFF;
+  }
+  me.clock = uint16_t(clock);
+  if (atomic && !shared) {
+    if (s.fenced[t->lin] && s.released && s.glin < s.ngroups) {
+      uint16_t v = uint16_t(s.ep_dev + 1);
+      if (v > s.released[s.glin]) s.released[s.glin] = v;
+      s.fenced[t->lin] = 0;
+    }
+    s.acquired[t->lin] = 1;
+  }
+  uintptr_t off = a - r->lo;
+  uintptr_t end = off + (size ? size : 1);
+  if (end > r->hi - r->lo) end = r->hi - r->lo;
+  const uintptr_t first = off >> r->shift, last = (end - 1) >> r->shift;
+  bool reported = false;
+#define CN_CONFLICTS(Q, QW) conflicts(Q, QW, me, write, atomic, cas, shared, epoch, t)
+  for (uintptr_t k = first; k <= last; ++k) {
+    Entry& e = r->shadow[k];
+    if (write) {
+      if (!reported && CN_CONFLICTS(e.w, true)) {
+        uintptr_t ga = r->lo + (k << r->shift);
+        uint32_t gb = uint32_t(size_t(1) << r->shift);
+        if (!atomic && !(e.w.epoch & kAtomicBit) && gb <= 8) {
+          // Tolerated when this write stores the bytes already there: decided when the thread
+          // leaves its segment (or here, for the earlier ones, whose stores are done by now).
+          if (s.npending == 64) flush_pending();
+          Pending& q = s.pending[s.npending++];
+          q.entry = &e;
+          q.prior = e.w;
+          q.region = r;
+          q.addr = ga;
+          q.bytes = gb;
+          q.pc = me.pc;
+          std::memcpy(q.before, reinterpret_cast<const void*>(ga), gb);
+        } else {
+          report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.w, kind_of(e.w, true));
+        }
+        reported = true;
+      }
+      if (!reported && CN_CONFLICTS(e.r1, false)) {
+        report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r1, kind_of(e.r1, false));
+        reported = true;
+      } else if (!reported && CN_CONFLICTS(e.r2, false)) {
+        report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r2, kind_of(e.r2, false));
+        reported = true;
+      }
+      e.w = me;
+      e.r1 = Rec{};
+      e.r2 = Rec{};
+    } else {
+      if (!reported && CN_CONFLICTS(e.w, true)) {
+        report(*r, a, atomic ? A_ATOMIC_READ : A_READ, me.pc, e.w, kind_of(e.w, true));
+        reported = true;
+      }
+      if (!live(e.r1) || e.r1.thread == me.thread || ordered(e.r1, shared, epoch, t)) {
+        e.r1 = me;
+      } else {
+        e.r2 = me;
+      }
+    }
+  }
+#undef CN_CONFLICTS
+}
+
+// Every instrumented access: a quick test of the address, the rest only for tracked memory.
+CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint32_t size,
+                                                           bool write, void* ret) {
+  State& s = st;
+  uintptr_t a = uintptr_t(p);
+  Region* r = s.last;
+  if (__builtin_expect(a - r->lo >= r->hi - r->lo, 1)) {
+    r = nullptr;
+    for (int k = 0; k < s.nregions; ++k) {
+      Region& q = s.regions[k];
+      if (a - q.lo < q.hi - q.lo) { r = &q; break; }
+    }
+    if (!r) return;
+    s.last = r;
+  }
+  access_in(r, a, size, write, ret);
+}
+
+}  // namespace race
+}  // namespace cn
+
+#if CN_RACES
+#define CN_RACE_ATOMIC ::cn::race::AtomicScope cn_atomic_scope_
+#define CN_RACE_CAS ::cn::race::CasScope cn_atomic_scope_
+#define CN_RACE_FENCE() ::cn::race::fence()
+extern "C" {
+#define CN_TSAN_RW(N)                                                                         \
+  CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_read##N(void* p) {             \
+    if (::cn::race::st.on) ::cn::race::access(p, N, false, __builtin_return_address(0));     \
+  }                                                                                           \
+  CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_write##N(void* p) {            \
+    if (::cn::race::st.on) ::cn::race::access(p, N, true, __builtin_return_address(0));      \
+  }                                                                                           \
+  CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_unaligned_read##N(void* p) {   \
+    if (::cn::race::st.on) ::cn::race::access(p, N, false, __builtin_return_address(0));     \
+  }                                                                                           \
+  CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_unaligned_write##N(void* p) {  \
+    if (::cn::race::st.on) ::cn::race::access(p, N, true, __builtin_return_address(0));      \
+  }                                                                                           \
+  CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_volatile_read##N(void* p) {    \
+    if (::cn::race::st.on) ::cn::race::access(p, N, false, __builtin_return_address(0));     \
+  }                                                                                           \
+  CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_volatile_write##N(void* p) {   \
+    if (::cn::race::st.on) ::cn::race::access(p, N, true, __builtin_return_address(0));      \
+  }
+CN_TSAN_RW(1)
+CN_TSAN_RW(2)
+CN_TSAN_RW(4)
+CN_TSAN_RW(8)
+CN_TSAN_RW(16)
+#undef CN_TSAN_RW
+CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_read_range(void* p, unsigned long n) {
+  if (::cn::race::st.on) ::cn::race::access(p, uint32_t(n), false, __builtin_return_address(0));
+}
+CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_write_range(void* p, unsigned long n) {
+  if (::cn::race::st.on) ::cn::race::access(p, uint32_t(n), true, __builtin_return_address(0));
+}
+// Clang's instrumentation calls these for memcpy/memmove/memset.
+CN_NOTSAN __attribute__((visibility("hidden"))) void* __tsan_memcpy(void* d, const void* src,
+                                                                    unsigned long n) {
+  if (::cn::race::st.on) {
+    ::cn::race::access(src, uint32_t(n), false, __builtin_return_address(0));
+    ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
+  }
+  return std::memcpy(d, src, n);
+}
+CN_NOTSAN __attribute__((visibility("hidden"))) void* __tsan_memmove(void* d, const void* src,
+                                                                     unsigned long n) {
+  if (::cn::race::st.on) {
+    ::cn::race::access(src, uint32_t(n), false, __builtin_return_address(0));
+    ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
+  }
+  return std::memmove(d, src, n);
+}
+CN_NOTSAN __attribute__((visibility("hidden"))) void* __tsan_memset(void* d, int c, unsigned long n) {
+  if (::cn::race::st.on) ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
+  return std::memset(d, c, n);
+}
+CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_init() {}
+CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_func_entry(void*) {}
+CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_func_exit() {}
+CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_vptr_update(void**, void*) {}
+CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_vptr_read(void**) {}
+// The compiler's __atomic builtins (std::atomic in a kernel): performed, and seen as atomics.
+#define CN_TSAN_ATOMIC(BITS, T)                                                                \
+  CN_NOTSAN __attribute__((visibility("hidden"))) T __tsan_atomic##BITS##_load(const volatile T* a, int) { \
+    ::cn::race::AtomicScope s_;                                                                \
+    if (::cn::race::st.on) ::cn::race::access((const void*)a, sizeof(T), false, __builtin_return_address(0)); \
+    return *a;                                                                                 \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_atomic##BITS##_store(volatile T* a, T v, int) { \
+    ::cn::race::AtomicScope s_;                                                                \
+    if (::cn::race::st.on) ::cn::race::access((const void*)a, sizeof(T), true, __builtin_return_address(0)); \
+    *a = v;                                                                                    \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) T __tsan_atomic##BITS##_exchange(volatile T* a, T v, int) { \
+    ::cn::race::AtomicScope s_;                                                                \
+    if (::cn::race::st.on) ::cn::race::access((const void*)a, sizeof(T), true, __builtin_return_address(0)); \
+    T o = *a; *a = v; return o;                                                                \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) T __tsan_atomic##BITS##_fetch_add(volatile T* a, T v, int) { \
+    ::cn::race::AtomicScope s_;                                                                \
+    if (::cn::race::st.on) ::cn::race::access((const void*)a, sizeof(T), true, __builtin_return_address(0)); \
+    T o = *a; *a = T(o + v); return o;                                                         \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) T __tsan_atomic##BITS##_fetch_sub(volatile T* a, T v, int) { \
+    ::cn::race::AtomicScope s_;                                                                \
+    if (::cn::race::st.on) ::cn::race::access((const void*)a, sizeof(T), true, __builtin_return_address(0)); \
+    T o = *a; *a = T(o - v); return o;                                                         \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) T __tsan_atomic##BITS##_fetch_and(volatile T* a, T v, int) { \
+    ::cn::race::AtomicScope s_;                                                                \
+    if (::cn::race::st.on) ::cn::race::access((const void*)a, sizeof(T), true, __builtin_return_address(0)); \
+    T o = *a; *a = T(o & v); return o;                                                         \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) T __tsan_atomic##BITS##_fetch_or(volatile T* a, T v, int) { \
+    ::cn::race::AtomicScope s_;                                                                \
+    if (::cn::race::st.on) ::cn::race::access((const void*)a, sizeof(T), true, __builtin_return_address(0)); \
+    T o = *a; *a = T(o | v); return o;                                                         \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) T __tsan_atomic##BITS##_fetch_xor(volatile T* a, T v, int) { \
+    ::cn::race::AtomicScope s_;                                                                \
+    if (::cn::race::st.on) ::cn::race::access((const void*)a, sizeof(T), true, __builtin_return_address(0)); \
+    T o = *a; *a = T(o ^ v); return o;                                                         \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) int __tsan_atomic##BITS##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) { \
+    ::cn::race::AtomicScope s_;                                                                \
+    if (::cn::race::st.on) ::cn::race::access((const void*)a, sizeof(T), true, __builtin_return_address(0)); \
+    if (*a == *c) { *a = v; return 1; }                                                        \
+    *c = *a; return 0;                                                                         \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) int __tsan_atomic##BITS##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) { \
+    return __tsan_atomic##BITS##_compare_exchange_strong(a, c, v, 0, 0);                       \
+  }                                                                                            \
+  CN_NOTSAN __attribute__((visibility("hidden"))) T __tsan_atomic##BITS##_compare_exchange_val(volatile T* a, T c, T v, int, int) { \
+    T e = c; __tsan_atomic##BITS##_compare_exchange_strong(a, &e, v, 0, 0); return e;          \
+  }
+CN_TSAN_ATOMIC(8, uint8_t)
+CN_TSAN_ATOMIC(16, uint16_t)
+CN_TSAN_ATOMIC(32, uint32_t)
+CN_TSAN_ATOMIC(64, uint64_t)
+#undef CN_TSAN_ATOMIC
+CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_atomic_thread_fence(int) {
+  ::cn::race::fence();
+}
+CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_atomic_signal_fence(int) {}
+}
+#else
+#define CN_RACE_ATOMIC (void)0
+#define CN_RACE_CAS (void)0
+#define CN_RACE_FENCE() (void)0
+#endif
+
+#endif  // CN_RACE_H
