@@ -2,7 +2,8 @@
 
 Layers, bottom first (a module may import from its own layer or below):
 
-0. base: ``config``, ``profiling``, ``_backend``, ``_convert``, ``_staging``, ``_version``
+0. base: ``config``, ``profiling``, ``_backend``, ``_convert``, ``_staging``, ``_version``,
+   ``_cuda_common`` (CUDA limits and errors)
 1. ``_lang``: kernel-language text (tokenizer, preprocessor, signatures, type names)
 2. ``emulation``: C++ translation, runtime headers, build, cache, launch
 3. ``_engines``: the seam between front ends and engines
@@ -28,22 +29,14 @@ SRC = pathlib.Path(cunumpy.__file__).parent
 
 LAYERS = {
     "config": 0, "profiling": 0, "_backend": 0, "_convert": 0, "_staging": 0, "_version": 0,
+    "_cuda_common": 0,
     "_lang": 1, "emulation": 2, "_engines": 3, "kernels": 4, "": 5, "testing": 6, "cli": 7,
     "__main__": 7,
 }
 NAMES = {value: key or "cunumpy" for key, value in LAYERS.items()}
 
-ALLOWED: set[tuple[str, str]] = {
-    # Upward imports that the engine seam (cunumpy/_engines) removes: the emulators still
-    # implement the kernel layer's engine classes and read front-end objects.
-    ("cunumpy.emulation.cuda", "cunumpy.kernels._cuda_engines"),
-    ("cunumpy.emulation.cuda", "cunumpy.kernels.cuda"),
-    ("cunumpy.emulation.cuda", "cunumpy.kernels._cuda_outputs"),  # output poisoning: a check
-    # Cycles inside a layer, also removed by the seam.
-    ("cunumpy.kernels._cuda_cupy", "cunumpy.kernels._cuda_engines"),
-    ("cunumpy.kernels._cuda_engines", "cunumpy.kernels._cuda_cupy"),
-}
-"""``(importer, imported)`` pairs tolerated for now; see the comments."""
+ALLOWED: set[tuple[str, str]] = set()
+"""``(importer, imported)`` pairs tolerated, each with a comment saying why (none now)."""
 
 
 def _module_name(path: pathlib.Path) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from cunumpy._engines._cuda import DEFAULT_LIMITS, CudaLimits
 from cunumpy.kernels import (
     CudaEngine,
 )
-from cunumpy.kernels._cuda_engines import DEFAULT_LIMITS, CudaLimits
 
 SAXPY = r"""
 extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* y) {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from _cuda_recording import SAXPY, RecordingEngine
 
+from cunumpy._engines._cuda_registry import unregister_cuda_engine
 from cunumpy.kernels import CudaKernel, register_cuda_engine
-from cunumpy.kernels._cuda_engines import unregister_cuda_engine
 
 
 @pytest.fixture

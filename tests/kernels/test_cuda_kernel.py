@@ -17,9 +17,9 @@ import pytest
 from _cuda_recording import SAXPY, TYPES, RecordingEngine, f32
 
 import cunumpy
+from cunumpy._engines import _cuda_registry as _cuda_engines
 from cunumpy.kernels import (
     CudaKernel,
-    _cuda_engines,
     get_cuda_engine,
     register_cuda_engine,
 )

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from _cuda_recording import SAXPY, RecordingEngine, SyncFailure, f32
 
+from cunumpy._engines import _cuda_registry as _cuda_engines
+from cunumpy._engines._cuda import CudaLimits
 from cunumpy.kernels import (
     CudaKernel,
     CudaLaunchError,
-    _cuda_engines,
 )
-from cunumpy.kernels._cuda_engines import CudaLimits
 from cunumpy.kernels.cuda import default_block
 
 

@@ -78,7 +78,6 @@ from __future__ import annotations
 import ctypes
 import random
 import warnings
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -87,10 +86,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cunumpy import config
+from cunumpy._cuda_common import DEFAULT_LIMITS, CudaCompileError
 from cunumpy._lang.cuda_preprocess import active_text, defines_from_options
 from cunumpy._lang.cuda_signature import C_TYPES, CudaParam
 from cunumpy.emulation import _build, _launch
 from cunumpy.emulation._cuda_names import rename_user_typedefs
+from cunumpy.emulation._cuda_outputs import poison_and_check
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
@@ -102,24 +103,15 @@ from cunumpy.emulation._cuda_undefined import UbReport, check_report, meta_words
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation.errors import EmulationError, EmulatorWarning, KernelCompileError
-from cunumpy.kernels._cuda_engines import (
-    DEFAULT_LIMITS,
-    CudaCompileError,
-    CudaEngine,
-    CudaLimits,
-    cuda_engine_names,
-    register_cuda_engine,
-)
-from cunumpy.kernels._cuda_outputs import poison_and_check
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cunumpy.kernels.cuda import CudaKernel
+    from cunumpy._engines._base import Program
 
 __all__ = [
     "DIALECT",
     "CudaProgram",
     "EmuCudaCompileError",
-    "EmuCudaEngine",
+    "EmuCudaEngine",  # noqa: F822  (resolved by __getattr__ from the engine layer)
     "emulate_cuda_kernel",
     "forget_variants",
     "generate_source",
@@ -212,9 +204,10 @@ def _defines(options: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
     return defines_from_options(options)
 
 
-def program_for(kernel: CudaKernel) -> CudaProgram:
-    """The :class:`CudaProgram` of a :class:`~cunumpy.kernels.CudaKernel` (its template
-    instantiation, compiler options and include directories included).
+def program_for(kernel: Any) -> CudaProgram:
+    """The :class:`CudaProgram` of a kernel's frozen ``Program`` (its template instantiation,
+    compiler options and include directories included); a
+    :class:`~cunumpy.kernels.CudaKernel` stands for its :attr:`~cunumpy.kernels.CudaKernel.program`.
 
     Raises
     ------
@@ -222,30 +215,28 @@ def program_for(kernel: CudaKernel) -> CudaProgram:
         The kernel's signature was not parsed (``check_signature=False`` with an unreadable
         parameter list): the emulator must know the parameters to call the kernel.
     """
-    prefix = DIALECT.prefix(kernel.name)
-    if kernel.signature is None:
+    program: Program = getattr(kernel, "program", kernel)
+    prefix = DIALECT.prefix(program.name)
+    if program.signature is None:
         raise NotImplementedError(
             f"{prefix} the CUDA emulator (emu-cuda) needs the kernel's parameter list, which "
             "the signature parser could not read; write the parameters without macros"
         )
-    path = getattr(kernel, "_source_path", None)
-    folder = str(Path(path).resolve().parent) if path else None
-    label = Path(path).name if path else f"{kernel.name}.cu"
-    options = tuple(kernel.options)
-    include_dirs = tuple(kernel.include_dirs) + tuple(
+    options = tuple(program.setting("user_options", ()))
+    include_dirs = tuple(program.include_dirs) + tuple(
         o[2:] for o in options if o.startswith("-I") and len(o) > 2
     )
     return CudaProgram(
-        name=kernel.name,
-        call=kernel.name_expression or kernel.name,
-        source=kernel.source,
-        params=tuple(kernel.signature.params),
+        name=program.name,
+        call=program.name_expression or program.name,
+        source=program.setting("given_source", program.source),
+        params=tuple(program.signature.params),
         defines=_defines(options),
         include_dirs=include_dirs,
-        folder=folder,
-        label=label,
-        header_digest=kernel.header_digest(),
-        outputs=tuple(getattr(kernel, "_write_only", ())),
+        folder=program.folder,
+        label=program.setting("label", f"{program.name}.cu"),
+        header_digest=program.header_digest,
+        outputs=tuple(program.setting("outputs", ())),
     )
 
 
@@ -570,7 +561,7 @@ def _threads(prefix: str, grid: Sequence[int], block: Sequence[int]) -> tuple[tu
 
 
 def run_cuda(
-    program: CudaProgram | CudaKernel,
+    program: CudaProgram | Any,
     args: Sequence[Any],
     grid: Sequence[int],
     block: Sequence[int],
@@ -607,7 +598,7 @@ def run_cuda(
         Isolated mode only: the kernel crashed its process.
     """
     if not isinstance(program, CudaProgram):
-        program = _engine().program(program)
+        program = program_for(program)
     opts = resolve_options(options)
     threads, b = _threads(program.prefix, grid, block)
     if 0 in threads:
@@ -662,58 +653,8 @@ def _run_child(program, args, outputs, grid, block, shared_mem, options=None) ->
     run_cuda(program, args, grid, block, shared_mem, options=options)
 
 
-# ---------------------------------------------------------------------------------------------
-# The engine
-# ---------------------------------------------------------------------------------------------
-
-
-class EmuCudaEngine(CudaEngine):
-    """Runs :class:`~cunumpy.kernels.CudaKernel` launches on the CPU (``emu-cuda``).
-
-    Takes NumPy arrays for pointer parameters (C-contiguous, exactly the dtype; never copied).
-    Options (checks, random order, isolation) come from the environment at each launch:
-    ``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``, ``CUNUMPY_EMULATOR_ISOLATED``;
-    :func:`emulate_cuda_kernel` takes them explicitly.
-    """
-
-    name = "emu-cuda"
-    array_space = "host"
-
-    def __init__(self) -> None:
-        self._programs: weakref.WeakKeyDictionary[Any, CudaProgram] = weakref.WeakKeyDictionary()
-
-    def array_types(self) -> tuple[type, ...]:
-        return (np.ndarray,)
-
-    def adopt_array(self, array: Any) -> Any:
-        return array if isinstance(array, np.ndarray) else np.asarray(array)
-
-    def limits(self) -> CudaLimits:
-        return DEFAULT_LIMITS
-
-    def program(self, kernel: CudaKernel) -> CudaProgram:
-        """The kernel's :class:`CudaProgram` (made once per kernel object and recompile)."""
-        prog = self._programs.get(kernel)
-        if prog is None or prog.source != kernel.source:
-            prog = program_for(kernel)
-            self._programs[kernel] = prog
-        return prog
-
-    def prepare(self, kernel: CudaKernel):
-        prog = program_for(kernel)
-        self._programs[kernel] = prog
-
-        def go(grid: tuple, block: tuple, args: tuple, shared_mem: int, stream: Any) -> None:
-            run_cuda(prog, args, grid, block, shared_mem)
-
-        return go
-
-    def launch(self, kernel, args, grid, block, shared_mem, stream) -> None:
-        run_cuda(self.program(kernel), args, grid, block, shared_mem)
-
-
 def emulate_cuda_kernel(
-    kernel: CudaKernel,
+    kernel: Any,
     *args: Any,
     n_threads: Any = None,
     grid: Any = None,
@@ -760,39 +701,29 @@ def emulate_cuda_kernel(
     >>> y
     array([0., 2., 4., 6.], dtype=float32)
     """
-    from cunumpy.kernels.cuda import CudaKernel
-
-    if not isinstance(kernel, CudaKernel):
+    # The front end's own checks, as a call on the emu-cuda engine makes them (the kernel is
+    # used through its public methods; this module does not import the front end).
+    if not all(hasattr(kernel, a) for a in ("check_args", "launch_config", "program")):
         raise TypeError(
             f"emulate_cuda_kernel takes a CudaKernel, not {type(kernel).__name__}; build one "
             "with cunumpy.kernels.CudaKernel(source, name)"
         )
-    engine = _engine()
-    checked = kernel.check_args(*args, engine=engine)
+    checked = kernel.check_args(*args, engine="emu-cuda")
     cfg = kernel.launch_config(
         *checked, n_threads=n_threads, grid=grid, block=block, shared_mem=shared_mem,
-        engine=engine,
+        engine="emu-cuda",
     )
     if cfg is None:
         return
-    run_cuda(engine.program(kernel), checked, cfg.grid, cfg.block, cfg.shared_mem,
+    run_cuda(program_for(kernel.program), checked, cfg.grid, cfg.block, cfg.shared_mem,
              options=options)
 
 
-_OWN_ENGINE: list[EmuCudaEngine] = []
+def __getattr__(name: str) -> Any:
+    # EmuCudaEngine moved to the engine layer (cunumpy._engines.emu_cuda); this module stays
+    # below that layer, so the old import path resolves it on first use.
+    if name == "EmuCudaEngine":
+        import importlib
 
-
-def _engine() -> EmuCudaEngine:
-    """The registered ``emulator`` engine, or a private one when another class took the name."""
-    from cunumpy.kernels._cuda_engines import get_cuda_engine
-
-    eng = get_cuda_engine("emulator")
-    if isinstance(eng, EmuCudaEngine):
-        return eng
-    if not _OWN_ENGINE:
-        _OWN_ENGINE.append(EmuCudaEngine())
-    return _OWN_ENGINE[0]
-
-
-if "emulator" not in cuda_engine_names():  # an engine registered by the user stays
-    register_cuda_engine("emulator", EmuCudaEngine)
+        return importlib.import_module("cunumpy._engines.emu_cuda").EmuCudaEngine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,7 +31,7 @@ from cunumpy._lang.cuda_signature import CudaParam
 from cunumpy._lang.cuda_types import layout_matches
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cunumpy.kernels._cuda_engines import CudaEngine
+    from cunumpy._engines._cuda import CudaEngine
     from cunumpy.kernels.cuda import CudaKernel
 
 __all__ = ["check_array", "check_scalar", "describe", "dtype_text"]

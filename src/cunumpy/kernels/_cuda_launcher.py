@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cunumpy.kernels._cuda_engines import DEFAULT_LIMITS, CudaEngine, env_getter, env_value
+from cunumpy._engines._cuda import DEFAULT_LIMITS, CudaEngine
+from cunumpy._engines._cuda_registry import env_getter, env_value
 from cunumpy.profiling import _compile_generated
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -88,7 +88,7 @@ def _engine_ready(name: str, engine: Any) -> tuple[bool, str]:
 def _resolve(kind: str) -> tuple[str, Any]:
     """The setting for ``kind`` and the engine object the kernel layer selects for it."""
     if kind == "cuda":
-        from cunumpy.kernels._cuda_engines import get_cuda_engine
+        from cunumpy._engines._cuda_registry import get_cuda_engine
 
         return config.cuda_engine(), get_cuda_engine(None)
     from cunumpy.kernels._metal_engines import get_metal_engine

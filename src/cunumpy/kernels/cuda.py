@@ -2,7 +2,7 @@
 
 The front end parses the kernel's signature once, checks each call's arguments against it
 (never copying an array), works out the launch geometry and hands the launch to an engine
-(:mod:`cunumpy.kernels._cuda_engines`): CuPy on an NVIDIA GPU, or the CPU emulator.
+(:mod:`cunumpy._engines._cuda`): CuPy on an NVIDIA GPU, or the CPU emulator.
 
 Speed: the per-call path is a small function generated for each kernel and engine, with one
 inline test per parameter (exact array class, exact dtype object, C-contiguity; or exact Python
@@ -24,6 +24,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cunumpy import config
+from cunumpy._engines._base import Program
+from cunumpy._engines._cuda import DEFAULT_LIMITS, CudaEngine, CudaLaunchError, CudaLimits
+from cunumpy._engines._cuda_registry import default_cuda_engine, get_cuda_engine
+from cunumpy._engines._cuda_registry import env_value as _cuda_engines_env_value
 from cunumpy._lang.cuda_preprocess import defines_from_options
 from cunumpy._lang.cuda_signature import (
     CudaParam,
@@ -35,15 +39,6 @@ from cunumpy._lang.cuda_signature import (
 from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy.kernels._cuda_args import check_array, check_scalar
 from cunumpy.kernels._cuda_args import describe as _describe
-from cunumpy.kernels._cuda_engines import (
-    DEFAULT_LIMITS,
-    CudaEngine,
-    CudaLaunchError,
-    CudaLimits,
-    default_cuda_engine,
-    get_cuda_engine,
-)
-from cunumpy.kernels._cuda_engines import env_value as _cuda_engines_env_value
 from cunumpy.kernels._cuda_launcher import MISSING, build_launcher
 from cunumpy.kernels._cuda_outputs import declared_outputs
 
@@ -326,7 +321,7 @@ class CudaKernel:
         self._sources: dict[CudaEngine, str] = {}
         self._env_cells: dict[CudaEngine, list[Any]] = {}
         self._call: Any = self._first_call
-        self._forget_functions: list[Any] = []
+        self._program: Program | None = None
         self._compile_cache: tuple[str, tuple[str, ...], str | None] | None = None
 
     # -- construction helpers ------------------------------------------------------------------
@@ -430,6 +425,36 @@ class CudaKernel:
             self._compile_cache = (code, options, self._name_expression)
         return self._compile_cache
 
+    @property
+    def program(self) -> Program:
+        """The frozen :class:`~cunumpy._engines._base.Program` engines get for this kernel.
+
+        Made once (headers are read then) and made again after :meth:`recompile`. An engine
+        sees only this, never the kernel object.
+        """
+        program = self._program
+        if program is None:
+            code, options, expression = self._compile_inputs()
+            path = self._source_path
+            program = self._program = Program(
+                dialect="cuda",
+                name=self.name,
+                source=code,
+                signature=self.signature,
+                options=options,
+                name_expression=expression,
+                include_dirs=tuple(str(d) for d in self.include_dirs),
+                folder=str(Path(path).resolve().parent) if path else None,
+                header_digest=self.header_digest(),
+                extra=(
+                    ("given_source", self._source),
+                    ("label", Path(path).name if path else f"{self.name}.cu"),
+                    ("outputs", tuple(self._write_only)),
+                    ("user_options", tuple(self.options)),
+                ),
+            )
+        return program
+
     def compiled_source(self) -> str:
         """The exact text given to the compiler (the source plus a header-digest comment)."""
         return self._compile_inputs()[0]
@@ -438,8 +463,7 @@ class CudaKernel:
         """Forget compiled functions and generated launchers; headers are read again and the
         kernel compiled again (or found in the engine's cache) at the next launch."""
         self._compile_cache = None
-        for forget in self._forget_functions:
-            forget()
+        self._program = None  # a new Program: engines prepare it afresh
         self._launchers.clear()
         self._prepared.clear()
         self._sources.clear()
@@ -635,7 +659,7 @@ class CudaKernel:
     def _launcher_for(self, engine: CudaEngine) -> Any:
         launcher = self._launchers.get(engine)
         if launcher is None:
-            self._prepared[engine] = engine.prepare(self)
+            self._prepared[engine] = engine.prepare(self.program)
             launcher = build_launcher(self, engine)
             self._launchers[engine] = launcher
         return launcher
@@ -683,7 +707,7 @@ class CudaKernel:
         if cfg is None:
             return
         if cfg.shared_mem:
-            engine.reserve_shared_mem(self, cfg.shared_mem)
+            engine.reserve_shared_mem(self.program, cfg.shared_mem)
         go = self._prepared[engine]
         try:
             go(cfg.grid, cfg.block, args, cfg.shared_mem, stream)

@@ -640,7 +640,7 @@ class Kernel:
         """A forced CUDA port on host arrays needs an engine that takes host arrays."""
         engine = getattr(self._cuda, "engine", None)
         if engine is None:
-            from cunumpy.kernels._cuda_engines import default_cuda_engine
+            from cunumpy._engines._cuda_registry import default_cuda_engine
 
             engine = default_cuda_engine()
         if getattr(engine, "array_space", "host") != "device" or _has_device(args):

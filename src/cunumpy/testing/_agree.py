@@ -99,7 +99,7 @@ def _cuda_where(port: Any) -> _Where | str:
             missing = _no_compiler("CUDA")
             if missing:
                 return missing
-            from cunumpy.kernels._cuda_engines import get_cuda_engine
+            from cunumpy._engines._cuda_registry import get_cuda_engine
 
             try:
                 engine = get_cuda_engine("emulator")

@@ -19,15 +19,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cunumpy.kernels._cuda_engines import (
-    DEFAULT_LIMITS,
-    CudaCompileError,
-    CudaEngine,
-    CudaLimits,
-)
+from cunumpy._engines._cuda import DEFAULT_LIMITS, CudaCompileError, CudaEngine, CudaLimits
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cunumpy.kernels.cuda import CudaKernel
+    from cunumpy._engines._base import Program
 
 __all__ = ["CupyEngine"]
 
@@ -62,6 +57,7 @@ class CupyEngine(CudaEngine):
         self._limits: dict[int, CudaLimits] = {}
         self._compiled: dict[tuple, tuple[Any, Any]] = {}
         self._optin: dict[tuple, int] = {}
+        self._launches: dict[Program, Callable[..., None]] = {}
         self._lock = threading.Lock()
 
     # -- CuPy access ---------------------------------------------------------------------------
@@ -163,23 +159,22 @@ class CupyEngine(CudaEngine):
 
     # -- compilation ---------------------------------------------------------------------------
     @staticmethod
-    def _key(kernel: CudaKernel, device: int) -> tuple:
+    def _key(program: Program, device: int) -> tuple:
         """Everything that selects the compiled function: the device, the code, the options
         and the function itself (its name, or its name expression for C++ linkage). One source
         often holds several ``extern "C"`` kernels, which differ only in the name."""
-        code, options, expression = kernel._compile_inputs()
-        return (device, code, options, kernel.name, expression)
+        return (device, program.source, program.options, program.name, program.name_expression)
 
-    def compile(self, kernel: CudaKernel, device: int | None = None) -> Any:
-        """Compile ``kernel`` for ``device`` (default: the current one); return the function.
+    def compile(self, program: Program, device: int | None = None) -> Any:
+        """Compile ``program`` for ``device`` (default: the current one); return the function.
 
         Cached per device and variant for the process; a new :class:`CudaKernel` whose included
         headers changed gets a new variant.
         """
         cupy = self._module()
         dev = cupy.cuda.runtime.getDevice() if device is None else int(device)
-        key = self._key(kernel, dev)
-        code, options, expression = kernel._compile_inputs()
+        key = self._key(program, dev)
+        code, options, expression = program.source, program.options, program.name_expression
         hit = self._compiled.get(key)
         if hit is not None:
             return hit[1]
@@ -192,7 +187,7 @@ class CupyEngine(CudaEngine):
                     if expression is None:
                         module = cupy.RawModule(code=code, options=options)
                         # extern "C" in a namespace: the symbol has no qualifier
-                        raw = module.get_function(kernel.name.rsplit("::", 1)[-1])
+                        raw = module.get_function(program.name.rsplit("::", 1)[-1])
                     else:
                         module = cupy.RawModule(
                             code=code, options=options, name_expressions=(expression,)
@@ -202,7 +197,7 @@ class CupyEngine(CudaEngine):
                 except cupy.cuda.compiler.CompileException as exc:
                     log = str(exc)
                     raise CudaCompileError(
-                        f"[cupy kernel {kernel.name!r}] NVRTC could not compile it with options "
+                        f"[cupy kernel {program.name!r}] NVRTC could not compile it with options "
                         f"{list(options)}:\n{log}",
                         log=log,
                         options=options,
@@ -211,14 +206,14 @@ class CupyEngine(CudaEngine):
             self._compiled[key] = (raw, function)
         return function
 
-    def reserve_shared_mem(self, kernel: CudaKernel, nbytes: int) -> None:
+    def reserve_shared_mem(self, program: Program, nbytes: int) -> None:
         """Opt the kernel in to more than 48 KiB of dynamic shared memory on this device."""
         if nbytes <= _OPTIN_THRESHOLD:
             return
         cupy = self._module()
         dev = cupy.cuda.runtime.getDevice()
-        self.compile(kernel, dev)
-        key = self._key(kernel, dev)
+        self.compile(program, dev)
+        key = self._key(program, dev)
         if self._optin.get(key, 0) >= nbytes:
             return
         raw, _ = self._compiled[key]
@@ -242,14 +237,14 @@ class CupyEngine(CudaEngine):
             return "_c_contiguous"
         return "flags.c_contiguous"
 
-    def prepare(self, kernel: CudaKernel) -> Callable[..., None]:
+    def prepare(self, program: Program) -> Callable[..., None]:
         """The launch callable: the compiled ``cupy.cuda.Function`` itself when the process
         sees one device (compiled now, at the kernel's first launch), else a per-device
         lookup that compiles on first use on each device."""
         ok, reason = self._status()
         if not ok:
             message = (
-                f"[cupy kernel {kernel.name!r}] cannot launch: {reason}; run CUDA kernels on "
+                f"[cupy kernel {program.name!r}] cannot launch: {reason}; run CUDA kernels on "
                 "the CPU emulator with CUNUMPY_CUDA_ENGINE=emulator"
             )
 
@@ -261,7 +256,7 @@ class CupyEngine(CudaEngine):
             return unavailable
         cupy = self._module()
         if cupy.cuda.runtime.getDeviceCount() == 1:
-            return self.compile(kernel, 0)
+            return self.compile(program, 0)
         get_device = cupy.cuda.runtime.getDevice
         functions: dict[int, Any] = {}
         compile_for = self.compile
@@ -270,25 +265,26 @@ class CupyEngine(CudaEngine):
             dev = get_device()
             function = functions.get(dev)
             if function is None:
-                function = functions[dev] = compile_for(kernel, dev)
+                function = functions[dev] = compile_for(program, dev)
             function(grid, block, args, shared_mem, stream)
 
-        kernel._forget_functions.append(functions.clear)
         return go
 
     def launch(
         self,
-        kernel: CudaKernel,
+        program: Program,
         args: tuple,
         grid: tuple[int, int, int],
         block: tuple[int, int, int],
         shared_mem: int,
         stream: Any,
     ) -> None:
-        kernel._launcher_for(self)  # builds and caches the kernel's prepared launch
+        go = self._launches.get(program)
+        if go is None:
+            go = self._launches[program] = self.prepare(program)
         if shared_mem:
-            self.reserve_shared_mem(kernel, shared_mem)
-        kernel._prepared[self](grid, block, args, shared_mem, stream)
+            self.reserve_shared_mem(program, shared_mem)
+        go(grid, block, args, shared_mem, stream)
 
     def synchronize(self, stream: Any) -> None:
         cupy = self._module()
