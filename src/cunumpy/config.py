@@ -31,7 +31,7 @@ __all__ = [
 BACKENDS = ("numpy", "cupy")
 """Names accepted by :func:`cunumpy.set_backend` and ``CUNUMPY_BACKEND``."""
 
-METAL_ENGINES = ("auto", "mlx", "emulator")
+METAL_ENGINES = ("auto", "mlx", "emulator", "cuda")
 """Engines that run :class:`~cunumpy.kernels.MetalKernel` launches."""
 
 CUDA_ENGINES = ("cupy", "emulator")
@@ -65,11 +65,13 @@ def initial_backend() -> str:
 
 
 def metal_engine() -> str:
-    """``CUNUMPY_METAL_ENGINE`` (``auto``, ``mlx`` or ``emulator``): what runs MetalKernel launches.
+    """``CUNUMPY_METAL_ENGINE`` (``auto``, ``mlx``, ``emulator`` or ``cuda``): what runs
+    MetalKernel launches.
 
     Default ``auto``: MLX where it reports a working Metal GPU, else the CPU emulator (with a
     one-time warning). ``mlx`` requires the Apple GPU; ``emulator`` runs every launch on the CPU
-    emulator, through the same front end. Read at every launch.
+    emulator, through the same front end; ``cuda`` translates the kernel to CUDA and runs it on an
+    NVIDIA GPU through CuPy (``auto`` never picks it). Read at every launch.
     """
     return _choice("CUNUMPY_METAL_ENGINE", METAL_ENGINES, "auto")
 

@@ -520,9 +520,10 @@ class MetalKernel:
             name such as ``"float"`` or ``"half"``). Each distinct set compiles another variant.
         output_shapes, output_dtypes : optional
             Instead of ``out``: the outputs stay on the device and are returned as device arrays
-            (``mlx.core.array``, or :class:`EmulatedDeviceArray` on the emulator) that the next
+            (``mlx.core.array``, ``cupy.ndarray`` on the cuda engine, or
+            :class:`EmulatedDeviceArray` on the emulator) that the next
             call takes without a copy. Bring them back with :func:`cunumpy.to_numpy`.
-        engine : {"auto", "mlx", "emulator"}, optional
+        engine : {"auto", "mlx", "emulator", "cuda"}, optional
             Overrides ``CUNUMPY_METAL_ENGINE`` for this call.
         threadgroup : int or tuple of 1-3 ints, optional
             Threads per threadgroup for this call (as MLX takes it at each call); default the

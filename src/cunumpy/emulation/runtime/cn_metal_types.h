@@ -30,12 +30,16 @@
 #ifndef CN_METAL_TYPES_H
 #define CN_METAL_TYPES_H
 
+#ifdef __CUDACC_RTC__
+#include "cn_rtc_std.h"  // NVRTC: libcu++ stands in for the standard headers below
+#else
 #include <cfloat>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <utility>
+#endif
 
 #if defined(__clang__)
 #pragma clang diagnostic push
@@ -1397,12 +1401,22 @@ inline To as_type(const From& from) {
 // Math on float and double through compiler builtins (no <cmath>: it is the slowest include).
 namespace cn_detail {
 namespace m {
+#ifdef __CUDACC_RTC__
+// NVRTC: CUDA's device math library (sqrtf, ...), always declared by NVRTC.
+#define CN_B1(NAME)                                                                              \
+  inline float NAME(float x) { return ::NAME##f(x); }                                            \
+  inline double NAME(double x) { return ::NAME(x); }
+#define CN_B2(NAME)                                                                              \
+  inline float NAME(float x, float y) { return ::NAME##f(x, y); }                                \
+  inline double NAME(double x, double y) { return ::NAME(x, y); }
+#else
 #define CN_B1(NAME)                                                                              \
   inline float NAME(float x) { return __builtin_##NAME##f(x); }                                  \
   inline double NAME(double x) { return __builtin_##NAME(x); }
 #define CN_B2(NAME)                                                                              \
   inline float NAME(float x, float y) { return __builtin_##NAME##f(x, y); }                      \
   inline double NAME(double x, double y) { return __builtin_##NAME(x, y); }
+#endif
 CN_B1(sqrt)
 CN_B1(cbrt)
 CN_B1(exp)
@@ -1447,6 +1461,23 @@ CN_B2(hypot)
 CN_B2(nextafter)
 #undef CN_B1
 #undef CN_B2
+#ifdef __CUDACC_RTC__
+inline float fma(float x, float y, float z) { return ::fmaf(x, y, z); }
+inline double fma(double x, double y, double z) { return ::fma(x, y, z); }
+inline float frexp(float x, int* e) { return ::frexpf(x, e); }
+inline double frexp(double x, int* e) { return ::frexp(x, e); }
+inline float ldexp(float x, int e) { return ::ldexpf(x, e); }
+inline double ldexp(double x, int e) { return ::ldexp(x, e); }
+inline float modf(float x, float* i) { return ::modff(x, i); }
+inline double modf(double x, double* i) { return ::modf(x, i); }
+template <class T> inline bool isnan(T x) { return ::isnan(x); }
+template <class T> inline bool isinf(T x) { return ::isinf(x); }
+template <class T> inline bool isfinite(T x) { return ::isfinite(x); }
+template <class T> inline bool isnormal(T x) {
+  return ::isfinite(x) && x != T(0) && ::fabs(x) >= ::cuda::std::numeric_limits<T>::min();
+}
+template <class T> inline bool signbit(T x) { return ::signbit(x) != 0; }
+#else
 inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
 inline double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }
 inline float frexp(float x, int* e) { return __builtin_frexpf(x, e); }
@@ -1460,6 +1491,7 @@ template <class T> inline bool isinf(T x) { return __builtin_isinf(x); }
 template <class T> inline bool isfinite(T x) { return __builtin_isfinite(x); }
 template <class T> inline bool isnormal(T x) { return __builtin_isnormal(x); }
 template <class T> inline bool signbit(T x) { return __builtin_signbit(x) != 0; }
+#endif
 }  // namespace m
 }  // namespace cn_detail
 
@@ -2172,7 +2204,17 @@ CN_MATH_NAMES
 // INFINITY, NAN, HUGE_VALF, MAXFLOAT normally come from <math.h>. This header avoids <cmath>
 // for compile time; on glibc it spells them exactly as glibc does (so a later <math.h> does not
 // warn about a redefinition), elsewhere it includes <math.h>.
-#if !defined(__GLIBC__)
+#if defined(__CUDACC_RTC__)
+#ifndef HUGE_VALF
+#define HUGE_VALF (::cuda::std::numeric_limits<float>::infinity())
+#endif
+#ifndef INFINITY
+#define INFINITY (::cuda::std::numeric_limits<float>::infinity())
+#endif
+#ifndef NAN
+#define NAN (::cuda::std::numeric_limits<float>::quiet_NaN())
+#endif
+#elif !defined(__GLIBC__)
 #include <math.h>
 #endif
 #ifndef HUGE_VALF
@@ -2401,7 +2443,11 @@ inline T ceildiv(T N, U M) {
   return (N + M - 1) / M;
 }
 
+// Under NVRTC, CUDA's own float4, int2, ... live in the global namespace: the cuda engine opens
+// namespace metal in the kernel's namespace instead (cn_metal_cuda.h).
+#ifndef __CUDACC_RTC__
 using namespace metal;
+#endif
 
 #if defined(__clang__)
 #pragma clang diagnostic pop
