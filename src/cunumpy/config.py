@@ -23,6 +23,7 @@ __all__ = [
     "env_flag",
     "initial_backend",
     "metal_engine",
+    "metal_on_cuda",
     "require_cuda",
     "require_metal",
     "staging_threshold",
@@ -74,6 +75,18 @@ def metal_engine() -> str:
     NVIDIA GPU through CuPy (``auto`` never picks it). Read at every launch.
     """
     return _choice("CUNUMPY_METAL_ENGINE", METAL_ENGINES, "auto")
+
+
+def metal_on_cuda() -> bool:
+    """``CUNUMPY_METAL_ON_CUDA=1``: a :class:`~cunumpy.kernels.Kernel` without a CUDA port runs
+    its Metal port on the ``cuda`` engine when a call goes to the CUDA port.
+
+    Default off: such a call follows the kernel's ``missing`` policy (raise, or run the host
+    kernel). On, CuPy-array calls (or any call while the CuPy backend is active) of a kernel with
+    a Metal port but no CUDA port run the Metal kernel translated to CUDA, on the GPU, with the
+    CuPy arrays in place. Read at every such call.
+    """
+    return env_flag("CUNUMPY_METAL_ON_CUDA")
 
 
 def cuda_engine() -> str:

@@ -346,6 +346,12 @@ def _getter(indices: tuple[int, ...], as_tuple: bool) -> Callable[[tuple], Any]:
     return operator.itemgetter(*indices)
 
 
+def _metal_on_cuda() -> bool:
+    from cunumpy import config
+
+    return config.metal_on_cuda()
+
+
 def _has_device(args: tuple) -> bool:
     """True when an argument is device memory (has ``__cuda_array_interface__``)."""
     for a in args:
@@ -680,6 +686,8 @@ class Kernel:
         raises :class:`MissingPortError` with ``missing="raise"``, as the call would.
         """
         port = self._choose(args)
+        if port == "cuda" and self._cuda is None and self._metal is not None and _metal_on_cuda():
+            return "metal"
         if self.port(port) is None:
             if self._missing == "raise":
                 raise MissingPortError(self._missing_message(port, args))
@@ -728,7 +736,11 @@ class Kernel:
         if launch and not launch.keys() <= _LAUNCH_KEYS:
             self._bad_keywords(launch)
         impl = self._host if port == "host" else self._cuda if port == "cuda" else self._metal
-        if impl is None:
+        if impl is None and port == "cuda" and self._metal is not None and _metal_on_cuda():
+            # No CUDA port: the Metal port, translated to CUDA, on the device arrays.
+            keys = _only(launch, _METAL_KEYS) if launch else {}
+            self._metal(*self._metal_in(args), out=self._metal_out(args), engine="cuda", **keys)
+        elif impl is None:
             self._need(port, args)
             self._host(*args)
         elif port == "host":

@@ -297,6 +297,7 @@ class MetalKernel:
         out: Any,
         output_shapes: Any,
         output_dtypes: Any,
+        engine: MetalEngine | None = None,
     ) -> tuple[list[np.ndarray] | None, list[tuple[int, ...]], list[np.dtype]]:
         n = len(self.output_names)
         if out is None:
@@ -324,6 +325,10 @@ class MetalKernel:
                 f"MetalKernel {self.name!r}: give either out= or output_shapes=/output_dtypes=, "
                 "not both"
             )
+        # The cuda engine also fills CuPy arrays in place (a copy on the device).
+        on_device = engine is not None and engine.name == "cuda"
+        if on_device and engine.is_device_array(out) and not isinstance(out, (list, tuple)):
+            out = [out]
         outs = [out] if isinstance(out, np.ndarray) else out
         if not isinstance(outs, (list, tuple)) or len(outs) != n:
             raise TypeError(
@@ -332,6 +337,9 @@ class MetalKernel:
             )
         dtypes = []
         for i, o in enumerate(outs):
+            if on_device and hasattr(o, "__cuda_array_interface__"):
+                dtypes.append(self._device_dtype(np.dtype(o.dtype), "output", i))
+                continue
             if not isinstance(o, np.ndarray):
                 raise TypeError(
                     f"{self._where('output', i)} must be a NumPy array, got "
@@ -350,6 +358,8 @@ class MetalKernel:
             dtypes.append(dtype)
         for i in range(n):
             for j in range(i + 1, n):
+                if not (isinstance(outs[i], np.ndarray) and isinstance(outs[j], np.ndarray)):
+                    continue
                 if np.shares_memory(outs[i], outs[j]):
                     raise ValueError(
                         f"MetalKernel {self.name!r} outputs {self.output_names[i]!r} and "
@@ -479,7 +489,7 @@ class MetalKernel:
 
     def _prepare(self, args, out, n_threads, template, output_shapes, output_dtypes, engine):
         bound = self._bind_inputs(args, engine)
-        outs, shapes, out_dtypes = self._bind_outputs(out, output_shapes, output_dtypes)
+        outs, shapes, out_dtypes = self._bind_outputs(out, output_shapes, output_dtypes, engine)
         grid = self._grid(n_threads, shapes)
         tmpl = self._template(template)
         in_specs = tuple(
@@ -576,6 +586,9 @@ class MetalKernel:
         if outs is None:
             return results[0] if len(results) == 1 else tuple(results)
         for i, (o, r) in enumerate(zip(outs, results)):
+            if not isinstance(o, np.ndarray):  # a device array (cuda engine): copy on the device
+                o[...] = r.reshape(o.shape)
+                continue
             view = eng.host_view(r)
             if view.shape != o.shape:
                 view = view.reshape(o.shape)
@@ -608,6 +621,8 @@ class MetalKernel:
         probe = eng
         if any(mlx.is_device_array(a) for a in inputs):
             probe = mlx
+        elif any(hasattr(a, "__cuda_array_interface__") for a in inputs):
+            probe = get_metal_engine("cuda")
         *_, sig = self._prepare(inputs, out, n_threads, template, output_shapes, output_dtypes,
                                 probe)
         return sig.text()
