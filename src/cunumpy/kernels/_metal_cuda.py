@@ -197,7 +197,12 @@ class CudaMetalEngine:
                output_shapes: Sequence[tuple[int, ...]], output_dtypes: Sequence[np.dtype],
                grid: tuple[int, int, int], threadgroup: tuple[int, int, int],
                template: Sequence[tuple[str, Any]], *, init_value: Any = None,
-               math_mode: str = "safe") -> list[Any]:
+               math_mode: str = "safe", into: Sequence[Any] | None = None) -> list[Any]:
+        """Run one launch; return the outputs as CuPy arrays.
+
+        ``into`` (optional, one per output) are the caller's arrays: a C-contiguous CuPy array
+        of the output's storage dtype and size is written in place; others get a fresh array.
+        """
         cupy = self._module()
         from cupy.cuda.function import CPointer
 
@@ -214,9 +219,18 @@ class CudaMetalEngine:
             )
         function, unit = self.compile(signature, small, threads, math_mode)
         outputs = []
-        for shape, dtype in zip(output_shapes, output_dtypes):
+        for i, (shape, dtype) in enumerate(zip(output_shapes, output_dtypes)):
             store = _storage(dtype)
-            if init_value is None:
+            given = into[i] if into is not None else None
+            if (given is not None and self.is_device_array(given)
+                    and not isinstance(given, SmallHostArray) and given.dtype == store
+                    and given.flags.c_contiguous and given.size == int(np.prod(shape))
+                    and not any(_overlap(given, a) for a in inputs)):
+                if init_value is not None:
+                    given.fill(np.array(init_value, dtype=dtype).view(store)
+                               if store != dtype else init_value)
+                outputs.append(given)
+            elif init_value is None:
                 outputs.append(cupy.empty(shape, dtype=store))
             else:
                 value = np.array(init_value, dtype=dtype).view(store) if store != dtype \
@@ -243,6 +257,17 @@ class CudaMetalEngine:
                 args.append(CPointer(buf.ctypes.data))
         function(groups, (threads, 1, 1), tuple(args))
         return outputs
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    """True when CuPy arrays ``a`` and ``b`` may share memory (an output given as an input too
+    is then not written in place: the kernel reads its inputs while it writes)."""
+    if isinstance(b, SmallHostArray) or not a.nbytes or not b.nbytes:
+        return False
+    lo_a = a.data.ptr
+    lo_b = b.data.ptr + sum((n - 1) * s for n, s in zip(b.shape, b.strides) if s < 0)
+    span_b = sum((n - 1) * abs(s) for n, s in zip(b.shape, b.strides)) + b.itemsize
+    return lo_a < lo_b + span_b and lo_b < lo_a + a.nbytes
 
 
 def _meta(a: Any, tag: str, signature: Any, index: int) -> np.ndarray:

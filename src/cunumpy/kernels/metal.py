@@ -581,13 +581,17 @@ class MetalKernel:
                     f"{dtype.name}{list(a.shape)}",
                 )
             device_inputs.append(dev)
+        into = {}
+        if outs is not None and not all(isinstance(o, np.ndarray) for o in outs):
+            into = {"into": outs}  # device arrays given as out= (cuda engine): written in place
         results = eng.launch(self, sig, device_inputs, shapes, out_dtypes, grid, threadgroup,
-                             tmpl, init_value=init_value, math_mode=math_mode)
+                             tmpl, init_value=init_value, math_mode=math_mode, **into)
         if outs is None:
             return results[0] if len(results) == 1 else tuple(results)
         for i, (o, r) in enumerate(zip(outs, results)):
             if not isinstance(o, np.ndarray):  # a device array (cuda engine): copy on the device
-                o[...] = r.reshape(o.shape)
+                if r is not o:
+                    o[...] = r.reshape(o.shape)
                 continue
             view = eng.host_view(r)
             if view.shape != o.shape:
