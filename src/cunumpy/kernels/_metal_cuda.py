@@ -34,6 +34,7 @@ _RUNTIME = Path(__file__).resolve().parent.parent / "emulation" / "runtime"
 _HEADERS = ("cn_rtc_std.h", "cn_metal_types.h", "cn_metal_cuda.h")
 _MAX_GROUPS_YZ = 65535
 _SMALL = 8
+_VALUE_CACHE = 4096
 
 
 class SmallHostArray:
@@ -88,7 +89,10 @@ class CudaMetalEngine:
         self._digest: str | None = None
         self._functions: dict[tuple, tuple[Any, CudaUnit]] = {}
         self._geometry: dict[tuple, tuple[Any, Any]] = {}
+        self._by_id: dict[tuple, tuple[Any, tuple[Any, CudaUnit]]] = {}
+        self._values: dict[tuple, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
+        self._keep: list[Any] = []
 
     # -- availability and arrays ---------------------------------------------------------------
     def _module(self) -> Any:
@@ -147,10 +151,17 @@ class CudaMetalEngine:
         """The compiled ``cupy.RawKernel`` and translation of one variant (cached)."""
         cupy = self._module()
         device = cupy.cuda.runtime.getDevice()
+        # Front ends keep one signature object per variant: look it up by identity first (the
+        # signature itself, kept in the value, makes the id safe from reuse).
+        fast = (id(signature), small, threads, math_mode, device)
+        hit = self._by_id.get(fast)
+        if hit is not None and hit[0] is signature:
+            return hit[1]
         types = tuple(type(v) for _, v in signature.template)
         key = (signature, types, small, threads, math_mode, device)
         hit = self._functions.get(key)
         if hit is not None:
+            self._by_id[fast] = (signature, hit)
             return hit
         with self._lock:
             hit = self._functions.get(key)
@@ -165,8 +176,7 @@ class CudaMetalEngine:
                 options += ["--use_fast_math", "-D__FAST_MATH__=1"]
             try:
                 module = cupy.RawModule(code=code, options=tuple(options))
-                function = module.get_function(unit.name)
-                function.attributes  # noqa: B018  (compiles now, so errors surface here)
+                function = module.get_function(unit.name).kernel  # compiles now
             except cupy.cuda.compiler.CompileException as exc:
                 from cunumpy.emulation._build import diagnostics
                 from cunumpy.emulation.errors import KernelCompileError
@@ -180,6 +190,7 @@ class CudaMetalEngine:
                                          command=tuple(options)) from None
             hit = (function, unit)
             self._functions[key] = hit
+            self._by_id[fast] = (signature, hit)
         return hit
 
     def _launch_args(self, grid: tuple[int, int, int], threadgroup: tuple[int, int, int]) -> Any:
@@ -190,6 +201,23 @@ class CudaMetalEngine:
 
             buf = np.array([*grid, *threadgroup], dtype=np.uint32)
             hit = self._geometry[key] = (buf, CPointer(buf.ctypes.data))
+        return hit[1]
+
+    def _small_arg(self, host: np.ndarray) -> Any:
+        """A pointer to the bytes of ``cn::small_t<T>`` holding ``host`` (cached by value; the
+        cached buffers are never changed, so a pointer stays valid)."""
+        key = (host.dtype.str, host.tobytes())
+        hit = self._values.get(key)
+        if hit is None:
+            from cupy.cuda.function import CPointer
+
+            buf = np.zeros(_SMALL, dtype=_storage(host.dtype))
+            buf[: host.size] = host.reshape(-1).view(buf.dtype)
+            hit = (buf, CPointer(buf.ctypes.data))
+            if len(self._values) < _VALUE_CACHE:
+                self._values[key] = hit
+            else:
+                self._keep.append(hit)  # not cached: kept until the next launch
         return hit[1]
 
     # -- launching -----------------------------------------------------------------------------
@@ -239,6 +267,7 @@ class CudaMetalEngine:
         if min(grid) == 0:
             return outputs
         keep: list[Any] = []
+        self._keep = []  # values of the previous launch: CUDA copied them when it was queued
         args: list[Any] = [self._launch_args(grid, threadgroup)]
         for a in unit.args:
             if a.kind == "output":
@@ -246,16 +275,12 @@ class CudaMetalEngine:
             elif a.kind == "input":
                 args.append(inputs[a.arg])
             elif a.kind == "small":
-                host = inputs[a.arg].data
-                buf = np.zeros(_SMALL, dtype=_storage(host.dtype))
-                buf[: host.size] = host.reshape(-1).view(buf.dtype)
-                keep.append(buf)
-                args.append(CPointer(buf.ctypes.data))
+                args.append(self._small_arg(inputs[a.arg].data))
             else:
                 buf = _meta(inputs[a.arg], tag, signature, a.arg)
                 keep.append(buf)
                 args.append(CPointer(buf.ctypes.data))
-        function(groups, (threads, 1, 1), tuple(args))
+        function(groups, (threads, 1, 1), tuple(args), 0, None)
         return outputs
 
 
