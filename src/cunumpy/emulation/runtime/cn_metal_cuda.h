@@ -672,7 +672,15 @@ CN_VEC_USING(uint)
 CN_VEC_USING(long)
 CN_VEC_USING(ulong)
 CN_VEC_USING(float)
+CN_VEC_USING(half)
+CN_VEC_USING(bfloat)
+CN_VEC_USING(bool)
 #undef CN_VEC_USING
+// Some NVRTC builds pre-declare ::half (cuda_fp16.h): Metal's half wins here too.
+using metal::half;
+using metal::bfloat;
+using metal::float16_t;
+using metal::bfloat16_t;
 using metal::min;
 using metal::max;
 using metal::abs;
