@@ -132,3 +132,13 @@ def test_cuda_engine_without_gpu_says_why(monkeypatch: pytest.MonkeyPatch) -> No
     k = MetalKernel("y[thread_position_in_grid.x] = 1.0f;", inputs=[], outputs=["y"])
     with pytest.raises(RuntimeError, match="cuda engine"):
         k(out=np.zeros(4, np.float32), engine="cuda")
+
+
+def test_header_extensions_of_namespace_metal_reopen_the_real_one() -> None:
+    """MLX's headers add type traits to namespace metal; the user's code is in cn_user."""
+    src = "int a;\nnamespace metal {\ntemplate <class T> struct X { T v; };\n}\nint b;\n"
+    out = rewrite_cuda(src)
+    assert out.splitlines() == [
+        "int a;", "} namespace metal {", "template <class T> struct X { T v; };",
+        "} namespace cn_user {", "int b;"]
+    assert rewrite_cuda("using namespace metal;\n") == "using namespace metal;\n"

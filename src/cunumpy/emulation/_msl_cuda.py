@@ -105,7 +105,22 @@ def rewrite_cuda(text: str) -> str:
     for t in tokens:
         if t.kind == "pp" and _METAL_INCLUDE.match(t.text):
             edits.append((t.start, t.start + len(t.text), ""))
+    depth = 0
+    closers: dict[int, int] = {}  # brace depth -> index of the `{` of a reopened namespace metal
     for i, t in enumerate(sig):
+        if t.text == "{":
+            depth += 1
+        elif t.text == "}":
+            depth -= 1
+            if closers.get(depth + 1) is not None:
+                closers.pop(depth + 1)
+                edits.append((t.start, t.start + 1, "} namespace cn_user {"))
+        if (t.text == "namespace" and i + 2 < len(sig) and sig[i + 1].text == "metal"
+                and sig[i + 2].text == "{" and depth == 0):
+            # The user's code lives in namespace cn_user; an extension of namespace metal (MLX's
+            # headers add type traits there) must reopen the real one.
+            edits.append((t.start, t.start + len(t.text), "} namespace"))
+            closers[1] = i + 2
         if t.kind == "number":
             lit = _half_literal(t.text)
             if lit:
