@@ -142,3 +142,23 @@ def test_header_extensions_of_namespace_metal_reopen_the_real_one() -> None:
         "int a;", "} namespace metal {", "template <class T> struct X { T v; };",
         "} namespace cn_user {", "int b;"]
     assert rewrite_cuda("using namespace metal;\n") == "using namespace metal;\n"
+
+
+def test_saturating_integer_functions_have_metal_names() -> None:
+    """addsat/subsat (MSL spelling) in the shared runtime, here through the CPU emulator."""
+    from cunumpy.emulation import CompilerNotFoundError, find_compiler
+
+    try:
+        find_compiler()
+    except CompilerNotFoundError as exc:
+        pytest.skip(str(exc))
+    k = MetalKernel(
+        "uint i = thread_position_in_grid.x;\n"
+        "u[i] = addsat(x[i], 0xFFFFFFF0u); s[i] = subsat(int(x[i]) - 2147483647, 5);",
+        inputs=["x"], outputs=["u", "s"], name="sat")
+    x = np.arange(32, dtype=np.uint32)
+    u, s = np.zeros(32, np.uint32), np.zeros(32, np.int32)
+    k(x, out=(u, s), engine="emulator")
+    np.testing.assert_array_equal(u, np.minimum(x.astype(np.int64) + 0xFFFFFFF0, 2**32 - 1))
+    want = np.maximum(x.astype(np.int64) - 2147483647 - 5, -(2**31))
+    np.testing.assert_array_equal(s, want)

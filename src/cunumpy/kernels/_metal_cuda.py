@@ -171,7 +171,7 @@ class CudaMetalEngine:
             if self._digest is None:
                 self._digest = _runtime_digest()
             code = f"// cunumpy metal runtime {self._digest}\n{unit.source}"
-            options = [f"-I{_RUNTIME}", "-std=c++17"]
+            options = [f"-I{_RUNTIME}", "-std=c++17", "--device-int128"]
             if math_mode == "fast":
                 options += ["--use_fast_math", "-D__FAST_MATH__=1"]
             try:

@@ -2108,6 +2108,11 @@ CN_INT2(sub_sat)
 CN_INT2(hadd)
 CN_INT2(rhadd)
 #undef CN_INT2
+// The Metal Shading Language spells the saturating forms addsat and subsat.
+template <class A, class B>
+inline auto addsat(const A& a, const B& b) -> decltype(add_sat(a, b)) { return add_sat(a, b); }
+template <class A, class B>
+inline auto subsat(const A& a, const B& b) -> decltype(sub_sat(a, b)) { return sub_sat(a, b); }
 
 template <class A, class B, class R = cn_detail::if_int<cn_detail::common2_t<A, B>>>
 inline auto absdiff(const A& a, const B& b) {
