@@ -122,7 +122,9 @@ def fast_call(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any,
                     output_dtypes, cupy.ndarray)
     if key is None:
         return _MISS
-    plans = kernel.__dict__.setdefault("_cuda_plans", {})
+    plans = kernel.__dict__.get("_cuda_plans")
+    if plans is None:
+        plans = kernel.__dict__["_cuda_plans"] = {}
     plan = plans.get(key)
     if plan is None:
         plan = _build(kernel, engine, inputs, out, n_threads, template, threadgroup,

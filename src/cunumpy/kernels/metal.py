@@ -38,6 +38,8 @@ _SUPPORTED_TEXT = (
     "(ml_dtypes.bfloat16)"
 )
 _MATH_MODES = ("safe", "relaxed", "fast")
+_cuda_fast: list[Any] = [None]
+"""The cuda engine's fast-path module, imported at its first use."""
 
 
 def _check_names(role: str, names: Any) -> tuple[str, ...]:
@@ -546,11 +548,14 @@ class MetalKernel:
         """
         eng = get_metal_engine(engine)
         if eng.name == "cuda":  # repeated calls on CuPy arrays: a cached launch plan
-            from cunumpy.kernels._metal_cuda_fast import _MISS, fast_call
+            fast = _cuda_fast[0]
+            if fast is None:
+                from cunumpy.kernels import _metal_cuda_fast as fast
 
-            done = fast_call(self, eng, inputs, out, n_threads, template, threadgroup,
-                             output_shapes, output_dtypes)
-            if done is not _MISS:
+                _cuda_fast[0] = fast
+            done = fast.fast_call(self, eng, inputs, out, n_threads, template, threadgroup,
+                                  output_shapes, output_dtypes)
+            if done is not fast._MISS:
                 return done
         return self._run(inputs, out, n_threads, template, output_shapes, output_dtypes,
                          eng, threadgroup, requested=engine)
