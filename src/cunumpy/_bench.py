@@ -12,16 +12,23 @@ JSON layout (``schema`` = ``"cunumpy-bench/1"``)::
     {"schema", "created", "quick", "wall_s",
      "machine": backend_info(),
      "config": {"sizes": {engine: [n, ...]}, "push_nsteps", "dtype", "min_repeats", ...},
-     "engines": {engine: {"available", "reason", "label", "roofline"}},
+     "engines": {engine: {"available", "reason", "label", "roofline", "details"}},
      "roofline": {name: {"gbps", "how", "bytes"}},
-     "results": [{"workload", "engine", "n", "bytes", "repeats", "to_device_s",
-                  "kernel_s", "to_host_s", "total_s", "kernel_gbps", "max_relative_error",
-                  "agrees", "transfers": {"to_device", "to_host", "bytes_to_device",
+     "results": [{"workload", "engine", "n", "bytes", "warmup_runs", "repeats",
+                  "to_device_s", "kernel_s", "to_host_s", "total_s", "kernel_gbps",
+                  "max_relative_error", "agrees", "details",
+                  "transfers": {"to_device", "to_host", "bytes_to_device",
                   "bytes_to_host"}}],
      "launch": [{"engine", "launch_us", "calls", "launch_async_us"?}],
      "failures": [{"workload", "engine", "n", "error"}]}
 
-Times are medians over the repeats, in seconds.
+Times are medians over the repeats, in seconds, of steady-state calls: every size of every
+engine first runs untimed (``warmup_runs``), so compilation, loading Numba's cache, the first
+parallel region and first-touch page faults stay out of the figures. The emulators warm up at
+their first size only (their compiled library does not depend on the size, and their runs are
+long). A result's ``details`` holds engine facts: for Numba, whether the ``parallel=True``
+variant ran, the threading layer and the thread count (``engines.numba.details`` says the rule,
+see :mod:`cunumpy._runners_numba`).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from cunumpy import _runners
+from cunumpy._bench_plot import plot
 from cunumpy._console import Console
 
 __all__ = ["SCHEMA", "plot", "run_bench"]
@@ -238,7 +246,7 @@ def run_bench(
         roof = ROOFLINE_OF[e]
         data["engines"][e] = {
             "available": ok, "reason": reason, "label": _runners.LABELS[e],
-            "roofline": roof if roof in data["roofline"] else None,
+            "roofline": roof if roof in data["roofline"] else None, "details": None,
         }
     rng = np.random.default_rng(seed)
     items = [(w, e, n) for w in workloads for e in ready for n in _sizes(e, quick)]
@@ -256,9 +264,10 @@ def run_bench(
                 inp = workload.make_inputs((n,), rng)
                 problems[(w, n)] = (inp, workload.reference(inp))
             inp, reference = problems[(w, n)]
+            warmup = 1 if n == _sizes(e, quick)[0] or e not in _runners.EMULATED else 0
             try:
-                if n == _sizes(e, quick)[0]:
-                    _runners.run(workload, e, inp)  # first run compiles: not timed
+                for _ in range(warmup):  # untimed: compiles, loads caches, touches memory
+                    _runners.run(workload, e, inp)
                 result, reps = _repeat(workload, e, inp, quick)
             except Exception as exc:  # a failing port is reported, and the rest goes on
                 data["failures"].append(
@@ -269,11 +278,13 @@ def run_bench(
             error = _runners.max_relative_error(result.output, reference)
             nbytes = workload.bytes_moved(inp)
             data["results"].append({
-                "workload": w, "engine": e, "n": n, "bytes": nbytes, "repeats": reps,
+                "workload": w, "engine": e, "n": n, "bytes": nbytes, "warmup_runs": warmup,
+                "repeats": reps,
                 "to_device_s": result.to_device_s, "kernel_s": result.kernel_s,
                 "to_host_s": result.to_host_s, "total_s": result.total_s,
                 "kernel_gbps": nbytes / result.kernel_s / 1e9 if result.kernel_s > 0 else None,
                 "max_relative_error": error, "agrees": bool(error <= workload.rtol),
+                "details": dict(result.details),
                 "transfers": {
                     "to_device": result.to_device, "to_host": result.to_host,
                     "bytes_to_device": result.bytes_to_device,
@@ -282,6 +293,10 @@ def run_bench(
             })
         for e in ready:
             step(f"launch overhead on {e}")
+            if e == "numba":
+                from cunumpy._runners_numba import summary
+
+                data["engines"]["numba"]["details"] = summary()
             calls = {"numpy": 2000, "numba": 2000, "cupy": 2000, "mlx": 200}.get(
                 e, 10 if quick else 50)
             try:
@@ -294,12 +309,19 @@ def run_bench(
     return data
 
 
+def _engine_label(result: dict[str, Any]) -> str:
+    """The engine of a result row, with the Numba variant that ran (``numba parallel``)."""
+    if result.get("details", {}).get("parallel"):
+        return f"{result['engine']} parallel"
+    return result["engine"]
+
+
 def _print_summary(data: dict[str, Any], console: Console) -> None:
     rows, styles = [], []
     for r in data["results"]:
         gbps = r["kernel_gbps"]
         rows.append([
-            r["workload"], r["engine"], f"{r['n']:,}", f"{r['to_device_s'] * 1e3:.3f}",
+            r["workload"], _engine_label(r), f"{r['n']:,}", f"{r['to_device_s'] * 1e3:.3f}",
             f"{r['kernel_s'] * 1e3:.3f}", f"{r['to_host_s'] * 1e3:.3f}",
             f"{gbps:.2f}" if gbps else "-", f"{r['max_relative_error']:.1e}",
             f"{r['transfers']['to_device']}/{r['transfers']['to_host']}",
@@ -319,6 +341,8 @@ def _print_summary(data: dict[str, Any], console: Console) -> None:
     for e, info in data["engines"].items():
         if not info["available"]:
             console.print(f"{e} ({info['label']}): not available here: {info['reason']}")
+        elif info.get("details"):
+            console.print(info["details"])
     for f in data["failures"]:
         console.print(f"FAILED {f['workload']} on {f['engine']} (n={f['n']}): {f['error']}",
                       style="red")
@@ -326,113 +350,3 @@ def _print_summary(data: dict[str, Any], console: Console) -> None:
     if bad:
         console.print(f"{len(bad)} result(s) disagree with the float64 reference", style="red")
     console.print(f"{data['wall_s']:.1f} s in all")
-
-
-# --------------------------------------------------------------------------- plot
-_PHASE_COLOURS = {"to_device_s": "#4c78a8", "kernel_s": "#f58518", "to_host_s": "#54a24b"}
-_PHASE_NAMES = {"to_device_s": "to device", "kernel_s": "kernel", "to_host_s": "to host"}
-
-
-def plot(data: dict[str, Any], path: str) -> None:
-    """Draw the benchmark as a PNG: the time split per engine and throughput against size."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    workloads = data["config"]["workloads"]
-    engines = [e for e, info in data["engines"].items() if info["available"]]
-    colours = {e: plt.get_cmap("tab10")(i) for i, e in enumerate(_runners.ENGINES)}
-    ncol = len(workloads) + 1
-    fig, axes = plt.subplots(2, ncol, figsize=(4.6 * ncol, 8.5), squeeze=False)
-    by = {(r["workload"], r["engine"], r["n"]): r for r in data["results"]}
-
-    for col, w in enumerate(workloads):
-        # Top: the time split at the largest size every engine ran.
-        ax = axes[0][col]
-        ran = [e for e in engines if any(k[0] == w and k[1] == e for k in by)]
-        common = set.intersection(*(set(k[2] for k in by if k[0] == w and k[1] == e)
-                                    for e in ran)) if ran else set()
-        if common:
-            n = max(common)
-            bottoms = np.zeros(len(ran))
-            for phase, colour in _PHASE_COLOURS.items():
-                values = np.array([by[(w, e, n)][phase] * 1e3 for e in ran])
-                ax.bar(range(len(ran)), values, bottom=bottoms, color=colour,
-                       label=_PHASE_NAMES[phase])
-                bottoms += values
-            for i, total in enumerate(bottoms):
-                ax.annotate(f"{total:.3g} ms", (i, total), ha="center", va="bottom", fontsize=8)
-            ax.set_xticks(range(len(ran)), ran, rotation=30, ha="right")
-            ax.set_yscale("log")
-            positive = bottoms[bottoms > 0]
-            if positive.size:  # room below the smallest bar and above the largest label
-                ax.set_ylim(positive.min() / 4, positive.max() * 4)
-            ax.set_title(f"{w}: time per phase, n = {n:,}")
-            ax.set_ylabel("milliseconds (log scale, phases stacked)")
-            if col == 0:
-                ax.legend(fontsize=8, loc="upper left")
-        else:
-            ax.set_title(f"{w}: no results")
-        # Bottom: kernel throughput against size, with the measured rooflines.
-        ax = axes[1][col]
-        for e in ran:
-            pts = sorted((n, r["kernel_gbps"]) for (ww, ee, n), r in by.items()
-                         if ww == w and ee == e and r["kernel_gbps"])
-            if pts:
-                ax.plot(*zip(*pts), marker="o", color=colours[e], label=e)
-        drawn = set()
-        for e in ran:
-            roof = data["engines"][e]["roofline"]
-            if roof and roof not in drawn:
-                drawn.add(roof)
-                gbps = data["roofline"][roof]["gbps"]
-                ax.axhline(gbps, linestyle="--", color="grey", linewidth=1)
-                ax.annotate(f"{roof} copy bandwidth {gbps:.0f} GB/s", (0.02, gbps),
-                            xycoords=("axes fraction", "data"), va="bottom", fontsize=7,
-                            color="grey")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("elements")
-        ax.set_ylabel("kernel throughput, GB/s (bytes read + written)")
-        ax.set_title(f"{w}: throughput against size")
-        ax.legend(fontsize=8, loc="lower right")
-
-    ax = axes[0][-1]
-    launch = [x for x in data["launch"] if x["engine"] in engines]
-    if launch:
-        ax.bar(range(len(launch)), [x["launch_us"] for x in launch],
-               color=[colours[x["engine"]] for x in launch])
-        ax.set_xticks(range(len(launch)), [x["engine"] for x in launch], rotation=30, ha="right")
-        ax.set_yscale("log")
-        values = [x["launch_us"] for x in launch]
-        ax.set_ylim(min(values) / 4, max(values) * 4)
-        for i, x in enumerate(launch):
-            ax.annotate(f"{x['launch_us']:.3g}", (i, x["launch_us"]), ha="center",
-                        va="bottom", fontsize=8)
-    ax.set_title("launch overhead, one element")
-    ax.set_ylabel("microseconds per launch (log scale)")
-
-    ax = axes[1][-1]
-    ax.axis("off")
-    ax.text(0, 1, _machine_text(data), va="top", ha="left", fontsize=8, family="monospace",
-            wrap=True)
-    fig.suptitle(f"cunumpy bench{' --quick' if data['quick'] else ''}, {data['created']}")
-    # Fixed margins: tight_layout would draw the whole figure once more just to measure it.
-    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.07, top=0.92, wspace=0.3, hspace=0.35)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def _machine_text(data: dict[str, Any]) -> str:
-    m = data["machine"]
-    lines = [f"cunumpy {m['cunumpy']}, numpy {m['numpy']}", f"python {m['python']}",
-             m["platform"][:48]]
-    for dev in m["cupy"].get("devices", []):
-        lines.append(f"GPU {dev['index']}: {dev['name']}")
-    for name, roof in data["roofline"].items():
-        lines.append(f"{name} copy: {roof['gbps']:.1f} GB/s")
-    lines.append("")
-    for e, info in data["engines"].items():
-        lines.append(f"{e}: {'yes' if info['available'] else 'not available'}")
-    return "\n".join(lines)

@@ -43,13 +43,24 @@ def _rows(info: dict[str, Any]) -> list[tuple[str, str, str]]:
             emu["compiler"] or "none",
             (emu["version"] + "; " if emu.get("version") else "") + emu["reason"],
         ),
-        (
-            "engines",
-            f"metal={info['engines']['metal']}, cuda={info['engines']['cuda']}",
-            "set with CUNUMPY_METAL_ENGINE (auto, mlx, emulator, cuda) / CUNUMPY_CUDA_ENGINE",
-        ),
     ]
+    for kind, entry in info.get("kernel_engines", {}).items():
+        rows.append(_engine_row(kind, entry))
     return rows
+
+
+def _engine_row(kind: str, entry: dict[str, Any]) -> tuple[str, str, str]:
+    """``<kind> kernels | engine that will run | the setting, why, and what to do``."""
+    label = "CudaKernel" if kind == "cuda" else "MetalKernel"
+    engine = entry["engine"] or "none"
+    value = engine if entry["available"] else f"{engine}: cannot run"
+    setting = f"{entry['variable']}={entry['setting']}" if entry["setting"] else entry["variable"]
+    if entry["default"] and entry["engine"]:
+        setting = f"{entry['variable']} unset, default {entry['setting']}"
+    detail = f"{setting}; {entry['reason']}"
+    if entry["hint"]:
+        detail += f" -> {entry['hint']}"
+    return (f"{kind} engine ({label})", value, detail)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     table.add_column("status")
     table.add_column("details", overflow="fold")
     for name, value, detail in rows:
-        style = "red" if value in ("no", "none") else None
+        style = "red" if value in ("no", "none") or value.endswith("cannot run") else None
         table.add_row(escape(name), escape(value), escape(detail), style=style)
     Console().print(table)
     return 0

@@ -477,6 +477,8 @@ class RunResult:
     bytes_to_device: int
     bytes_to_host: int
     output: np.ndarray = field(repr=False)
+    details: dict[str, Any] = field(default_factory=dict)
+    """Engine-specific facts about the run (Numba: variant, threading layer, threads)."""
 
     @property
     def total_s(self) -> float:
@@ -558,6 +560,7 @@ def run(workload: Workload, engine: str, inp: Inputs) -> RunResult:
             t2 = clock()
             host = xp.to_numpy(out)
             t3 = clock()
+    details = _numba_functions().describe(inp.size) if engine == "numba" else {}
     return RunResult(
         engine=engine,
         workload=workload.name,
@@ -570,4 +573,5 @@ def run(workload: Workload, engine: str, inp: Inputs) -> RunResult:
         bytes_to_device=c.bytes_to_device,
         bytes_to_host=c.bytes_to_host,
         output=np.asarray(host).reshape(inp.shape),
+        details=details,
     )

@@ -14,12 +14,14 @@ __all__ = [
     "BACKENDS",
     "CUDA_ENGINES",
     "EMULATOR_ORDERS",
+    "EMULATOR_UNDEFINED",
     "METAL_ENGINES",
     "cache_dir_override",
     "cuda_engine",
     "emulator_checks",
     "emulator_isolated",
     "emulator_order",
+    "emulator_undefined",
     "env_flag",
     "initial_backend",
     "metal_engine",
@@ -139,6 +141,21 @@ def emulator_order() -> str:
     inside each group, in a random order, to expose order-dependent kernels. Read at every launch.
     """
     return _choice("CUNUMPY_EMULATOR_ORDER", EMULATOR_ORDERS, "sequential")
+
+
+EMULATOR_UNDEFINED = ("error", "warn")
+"""Values of ``CUNUMPY_EMULATOR_UNDEFINED``."""
+
+
+def emulator_undefined() -> str:
+    """``CUNUMPY_EMULATOR_UNDEFINED`` (``error`` or ``warn``): what undefined behaviour does.
+
+    Default ``error``: the first case (a warp shuffle reading a lane outside its mask or a lane
+    that takes no part, ...) stops the launch with ``UndefinedBehaviorError``. ``warn``: the
+    launch goes on and an ``UndefinedBehaviorWarning`` says what happened. An explicit
+    ``EmulatorOptions(undefined=...)`` wins. Read at every launch.
+    """
+    return _choice("CUNUMPY_EMULATOR_UNDEFINED", EMULATOR_UNDEFINED, "error")
 
 
 def emulator_isolated() -> bool:

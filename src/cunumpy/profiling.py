@@ -2,7 +2,10 @@
 
 A copy is one *event*: its kind (``"to_device"`` or ``"to_host"``; ``"fallback"`` marks a host
 kernel run in place of a missing port), its size in bytes, a description, and the call site, the
-first stack frame outside the cunumpy package, so a report points at the user's line.
+first stack frame outside the cunumpy package, so a report points at the user's line. Code that
+cunumpy generates at run time (the ``Kernel`` dispatcher's ``__call__``, the ``CudaKernel``
+launchers) counts as inside the package: it is compiled by ``_compile_generated()``, under a
+file name from ``_generated_filename()``.
 
 >>> import numpy as np, cunumpy as xp
 >>> with xp.profiling.count_transfers() as c:
@@ -25,11 +28,13 @@ With no counter active the cost is that one truth test. MetalKernel records NumP
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import linecache
 import os
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import CodeType, TracebackType
 from typing import NamedTuple
 
 __all__ = [
@@ -42,6 +47,8 @@ __all__ = [
 KINDS = ("to_device", "to_host", "fallback")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_GENERATED_PREFIX = "<cunumpy "
+"""File names of code cunumpy compiles at run time start with this (see _generated_filename)."""
 
 _active: list[TransferCounter] = []
 """Counters currently open, innermost last. Empty means recording is off."""
@@ -60,9 +67,38 @@ class TransferEvent(NamedTuple):
     """``file:line in function`` of the first frame outside cunumpy."""
 
 
+def _generated_filename(what: str) -> str:
+    """The file name to give ``compile()`` for code cunumpy generates, e.g. ``"Kernel push call"``.
+
+    Frames of such code are skipped when a transfer's call site is looked for, like frames of
+    the package's own modules, so a report names the user's line rather than generated code.
+    """
+    return f"{_GENERATED_PREFIX}{what}>"
+
+
+def _compile_generated(text: str, what: str) -> CodeType:
+    """Compile generated Python ``text`` under :func:`_generated_filename` ``(what)``.
+
+    The text is also registered with :mod:`linecache`, so a traceback through the generated
+    function shows its lines (the code has no file to read them from).
+    """
+    filename = _generated_filename(what)
+    lines = text.splitlines(True)
+    known = linecache.cache.get(filename)
+    if known is not None and known[2] != lines:  # another text under this name: tell them apart
+        digest = hashlib.blake2s(text.encode(), digest_size=4).hexdigest()
+        filename = _generated_filename(f"{what} {digest}")
+    linecache.cache[filename] = (len(text), None, lines, filename)
+    return compile(text, filename, "exec")
+
+
+def _internal(filename: str) -> bool:
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith(_GENERATED_PREFIX)
+
+
 def _call_site() -> str:
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame is not None and _internal(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return "<unknown>"

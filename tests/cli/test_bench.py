@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
+import numpy as np
 import pytest
 
 from cunumpy import _bench, _runners
@@ -41,7 +42,7 @@ def test_quick_bench_json_schema(quick_run):
     assert data["failures"] == []
     assert list(data["engines"]) == list(_runners.ENGINES)
     for info in data["engines"].values():
-        assert set(info) == {"available", "reason", "label", "roofline"}
+        assert set(info) == {"available", "reason", "label", "roofline", "details"}
         assert info["reason"]
     ready = [e for e, info in data["engines"].items() if info["available"]]
     assert "numpy" in ready
@@ -55,6 +56,9 @@ def test_quick_bench_json_schema(quick_run):
     for r in data["results"]:
         assert r["agrees"] is True, r
         assert r["kernel_s"] > 0 and r["repeats"] >= 2
+        assert r["warmup_runs"] >= (0 if r["engine"] in _runners.EMULATED else 1)
+        if r["engine"] == "numba":
+            assert set(r["details"]) == {"parallel", "threading_layer", "threads"}
         assert r["total_s"] == pytest.approx(r["to_device_s"] + r["kernel_s"] + r["to_host_s"])
         assert r["kernel_gbps"] == pytest.approx(r["bytes"] / r["kernel_s"] / 1e9)
         t = r["transfers"]
@@ -101,3 +105,126 @@ def test_plot_of_a_gpu_machine(quick_run, tmp_path):
     png = tmp_path / "gpu.png"
     _bench.plot(data, str(png))
     assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+# ------------------------------------------------------------------ steady-state figures
+class _ScriptedRuns:
+    """Stands in for ``_runners.run``: the first call per key is slow (compiling), later fast."""
+
+    SLOW, FAST = 1.0, 1e-4
+
+    def __init__(self, key) -> None:
+        self.key = key
+        self.seen: set = set()
+        self.calls: list = []
+
+    def __call__(self, workload, engine, inp):
+        key = self.key(engine, inp.size)
+        kernel_s = self.FAST if key in self.seen else self.SLOW
+        self.seen.add(key)
+        self.calls.append((engine, inp.size, kernel_s))
+        return _runners.RunResult(
+            engine=engine, workload=workload.name, n=inp.size, to_device_s=0.0,
+            kernel_s=kernel_s, to_host_s=0.0, to_device=0, to_host=0, bytes_to_device=0,
+            bytes_to_host=0, output=workload.reference(inp).astype(np.float32),
+        )
+
+
+def _bench_with(monkeypatch, runs, engines):
+    from cunumpy._console import Console
+
+    monkeypatch.setattr(_runners, "run", runs)
+    monkeypatch.setattr(_runners, "engine_status", lambda e: (True, "test"))
+    monkeypatch.setattr(_bench, "launch_overhead",
+                        lambda e, calls: {"engine": e, "launch_us": 1.0, "calls": calls})
+    return _bench.run_bench(quick=True, engines=engines, workloads=["axpy"],
+                            console=Console(plain=True))
+
+
+def test_host_figures_are_warm_calls_at_every_size(monkeypatch):
+    """A first call at a new size (a Numba variant compiling, pages faulting) is never timed."""
+    runs = _ScriptedRuns(key=lambda engine, n: (engine, n))
+    data = _bench_with(monkeypatch, runs, ["numpy", "numba"])
+    assert {r["engine"] for r in data["results"]} == {"numpy", "numba"}
+    for r in data["results"]:
+        assert r["warmup_runs"] == 1
+        assert r["kernel_s"] == _ScriptedRuns.FAST, r
+    # every (engine, size) was called once more than it was timed
+    for r in data["results"]:
+        calls = [c for c in runs.calls if c[:2] == (r["engine"], r["n"])]
+        assert len(calls) == r["repeats"] + 1 and calls[0][2] == _ScriptedRuns.SLOW
+
+
+def test_emulator_figures_exclude_the_compiling_first_run(monkeypatch):
+    runs = _ScriptedRuns(key=lambda engine, n: engine)  # compiles once, whatever the size
+    data = _bench_with(monkeypatch, runs, ["emu-cuda"])
+    warmups = [r["warmup_runs"] for r in sorted(data["results"], key=lambda r: r["n"])]
+    assert warmups == [1] + [0] * (len(warmups) - 1)
+    assert all(r["kernel_s"] == _ScriptedRuns.FAST for r in data["results"])
+
+
+def test_numba_picks_its_variant_by_size_and_reports_the_layer():
+    pytest.importorskip("numba")
+    from cunumpy import _runners_numba
+
+    big = _runners_numba.PARALLEL_MIN_ELEMENTS
+    assert not _runners_numba.uses_parallel(big - 1) and _runners_numba.uses_parallel(big)
+    workload = _runners.make_workload("axpy")
+    rng = np.random.default_rng(0)
+    small = _runners.run(workload, "numba", workload.make_inputs((1024,), rng))
+    assert small.details == {"parallel": False, "threading_layer": None, "threads": 1}
+    large = _runners.run(workload, "numba", workload.make_inputs((big,), rng))
+    assert large.details["parallel"] is True
+    assert large.details["threading_layer"]  # the layer that ran: omp, tbb or workqueue
+    assert large.details["threads"] >= 1
+    assert f"threading layer {large.details['threading_layer']}" in _runners_numba.summary()
+
+
+# ------------------------------------------------------------------------------ the plot
+def _rgb(colour):
+    from matplotlib.colors import to_rgb
+
+    return tuple(round(c, 4) for c in to_rgb(colour))
+
+
+def test_plot_gives_each_engine_one_colour_and_linear_phase_shares(quick_run):
+    import matplotlib.pyplot as plt
+
+    from cunumpy import _bench_plot
+
+    _, data, _ = quick_run
+    colours = {e: _rgb(c) for e, c in _bench_plot.engine_colours().items()}
+    assert len(set(colours.values())) == len(colours)  # distinct
+    fig = _bench_plot.figure(data)
+    try:
+        top = fig.axes[: len(data["config"]["workloads"]) + 1]  # row-major: the first row
+        seen: dict[str, set] = {}
+        for ax in top[:-1]:  # the phase panels
+            assert ax.get_xscale() == "linear" and ax.get_xlim() == (0.0, 100.0)
+            names = [t.get_text().split("\n")[0] for t in ax.get_yticklabels()]
+            widths: dict[str, float] = {}
+            for rect in ax.patches:
+                e = names[round(rect.get_y() + rect.get_height() / 2)]
+                widths[e] = widths.get(e, 0.0) + rect.get_width()
+                seen.setdefault(e, set()).add(_rgb(rect.get_facecolor()))
+            assert widths and all(w == pytest.approx(100.0) for w in widths.values()), widths
+        launch = top[-1]
+        for name, rect in zip((t.get_text() for t in launch.get_xticklabels()), launch.patches):
+            seen.setdefault(name, set()).add(_rgb(rect.get_facecolor()))
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                if line.get_label() in colours:
+                    seen.setdefault(line.get_label(), set()).add(_rgb(line.get_color()))
+        assert seen
+        for e, used in seen.items():
+            assert used == {colours[e]}, (e, used)
+    finally:
+        plt.close(fig)
+
+
+def test_summary_table_names_the_numba_variant():
+    assert _bench._engine_label({"engine": "numba", "details": {"parallel": True}}) == (
+        "numba parallel"
+    )
+    assert _bench._engine_label({"engine": "numba", "details": {"parallel": False}}) == "numba"
+    assert _bench._engine_label({"engine": "numpy", "details": {}}) == "numpy"

@@ -38,6 +38,12 @@ def test_demo_small_runs_every_available_engine(tmp_path):
             # every engine that cannot run says why, on the screen and in the JSON
             assert e["reason"]
             assert f"{name} ({e['label']}): not available here:" in out
+    if engines["numba"]["available"]:  # the same steady-state rule as the bench
+        from cunumpy._runners_numba import uses_parallel
+
+        details = engines["numba"]["details"]
+        assert details["parallel"] is uses_parallel(4096 * 3)
+        assert "numba: @njit below" in out
     expected_copies = {
         "numpy": (0, 0), "numba": (0, 0), "emu-cuda": (0, 0),
         "cupy": (2, 1), "mlx": (3, 1), "emu-metal": (3, 1),

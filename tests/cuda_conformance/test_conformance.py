@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from .cases import CASES, Case
+from .cases import CASES as BASE_CASES
+from .cases import Case
+from .cases_headers import CASES as HEADER_CASES
+from .cases_realworld import CASES as REALWORLD_CASES
 from .harness import assert_case
+
+CASES = BASE_CASES + REALWORLD_CASES + HEADER_CASES
 
 
 def test_enough_cases() -> None:

@@ -6,14 +6,18 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import cunumpy as xp
+from cunumpy._info import kernel_engine
 from cunumpy.cli import main
 
 
 def test_info_table_names_every_component(capsys):
     assert main(["info"]) == 0
     out = capsys.readouterr().out
-    for word in ("numpy", "cupy", "mlx / metal", "emulation compiler", "engines"):
+    for word in ("numpy", "cupy", "mlx / metal", "emulation compiler", "cuda engine (CudaKernel)",
+                 "metal engine (MetalKernel)"):
         assert word in out
 
 
@@ -36,3 +40,79 @@ def test_python_dash_m_and_no_command():
 
 def test_backend_info_is_json_serialisable():
     json.dumps(xp.backend_info())
+
+
+# ------------------------------------------------------------- which engine runs here, and why
+@pytest.fixture
+def statuses(monkeypatch):
+    """Engine availability as this test says, whatever the machine has."""
+    from cunumpy import _runners
+
+    table = {"numpy": (True, "numpy"), "numba": (False, "no numba (test)"),
+             "cupy": (False, "CuPy is not installed (test)"), "emu-cuda": (True, "emu ok (test)"),
+             "mlx": (False, "MLX has no Metal GPU here (test)"), "emu-metal": (True, "emu ok")}
+    monkeypatch.setattr(_runners, "engine_status", lambda name: table[name])
+    for var in ("CUNUMPY_CUDA_ENGINE", "CUNUMPY_METAL_ENGINE"):
+        monkeypatch.delenv(var, raising=False)
+    return table
+
+
+def test_default_cuda_engine_that_cannot_run_says_what_to_do(statuses):
+    entry = kernel_engine("cuda")
+    assert entry["engine"] == "cupy" and entry["available"] is False and entry["default"]
+    assert entry["reason"] == "CuPy is not installed (test)"
+    assert entry["hint"] == "run with CUNUMPY_CUDA_ENGINE=emulator (the CPU emulator works here)"
+
+
+def test_emulator_setting_resolves_to_the_emulator(statuses, monkeypatch):
+    monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "emulator")
+    monkeypatch.setenv("CUNUMPY_METAL_ENGINE", "emulator")
+    for kind, name in (("cuda", "emu-cuda"), ("metal", "emu-metal")):
+        entry = kernel_engine(kind)
+        assert (entry["engine"], entry["available"], entry["hint"]) == (name, True, None)
+        assert entry["setting"] == "emulator" and not entry["default"]
+
+
+def test_no_emulator_either_is_said(statuses):
+    statuses["emu-cuda"] = (False, "no C++ compiler (test)")
+    entry = kernel_engine("cuda")
+    assert entry["hint"] == "the CPU emulator cannot run either: no C++ compiler (test)"
+
+
+def test_auto_shows_what_the_selection_function_chose(statuses, monkeypatch):
+    """The report asks the kernel layer which engine runs (no hard-coded mapping)."""
+    from cunumpy import config
+    from cunumpy.kernels import _metal_engines
+
+    emulator = _metal_engines.get_metal_engine("emulator")
+    monkeypatch.setattr(config, "metal_engine", lambda: "auto")
+    monkeypatch.setattr(_metal_engines, "get_metal_engine", lambda name=None: emulator)
+    entry = kernel_engine("metal")
+    assert (entry["setting"], entry["engine"], entry["available"]) == ("auto", "emu-metal", True)
+    assert entry["reason"] == "auto chose the emulator: MLX has no Metal GPU here (test); emu ok"
+
+
+def test_invalid_setting_is_reported_not_raised(monkeypatch):
+    monkeypatch.setenv("CUNUMPY_METAL_ENGINE", "bogus")
+    info = xp.backend_info()
+    entry = info["kernel_engines"]["metal"]
+    assert entry["engine"] is None and entry["available"] is False
+    assert "CUNUMPY_METAL_ENGINE='bogus'" in entry["reason"]
+    assert entry["hint"] == "unset CUNUMPY_METAL_ENGINE or set it to a valid engine"
+    assert info["engines"]["metal"].startswith("invalid")
+
+
+def test_info_prints_the_engine_each_kernel_kind_uses(statuses, capsys):
+    from cunumpy._cli_info import _rows
+
+    rows = {name: (value, detail) for name, value, detail in _rows(xp.backend_info())}
+    value, detail = rows["cuda engine (CudaKernel)"]
+    assert value == "cupy: cannot run"
+    assert detail == ("CUNUMPY_CUDA_ENGINE unset, default cupy; CuPy is not installed (test) -> "
+                      "run with CUNUMPY_CUDA_ENGINE=emulator (the CPU emulator works here)")
+    assert main(["info"]) == 0
+    assert "cannot run" in capsys.readouterr().out
+    assert main(["info", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kernel_engines"]["cuda"]["engine"] == "cupy"
+    assert set(data["kernel_engines"]) == {"cuda", "metal"}

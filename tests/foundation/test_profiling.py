@@ -141,3 +141,119 @@ def test_mlx_conversion_is_counted():
     assert xp.get_array_backend(m) == "mlx"
     np.testing.assert_array_equal(host, np.arange(4, dtype=np.float32))
     assert (c.to_host, c.bytes_to_host) == (1, 16)
+
+
+# ----------------------------------------------------------- call sites through generated code
+def _line_of(text: str) -> int:
+    """The line number in this file of the one line holding ``text``."""
+    with open(__file__, encoding="utf-8") as f:
+        lines = [i for i, line in enumerate(f, start=1) if text in line]
+    assert len(lines) == 1, lines  # callers split ``text`` so that only the marked line holds it
+    return lines[0]
+
+
+def test_call_site_through_kernel_dispatch_is_the_users_line():
+    from cunumpy.kernels import Kernel, PortFallbackWarning, use_port
+
+    def copy(x, y):
+        y[:] = x
+
+    kernel = Kernel(copy, missing="fallback")  # the event is recorded under Kernel's __call__
+    x = np.ones(2)
+    with use_port("cuda"), profiling.count_transfers() as c, pytest.warns(PortFallbackWarning):
+        kernel(x, np.empty_like(x))  # site: dispatched call
+    assert [e.kind for e in c.events] == ["fallback"]
+    expected = f"{__file__}:{_line_of('# site: ' + 'dispatched call')} in "
+    assert c.events[0].site.startswith(expected), c.events[0].site
+    assert "<" not in c.report().splitlines()[1]  # no generated-code pseudo file name
+
+
+def test_generated_code_counts_as_inside_the_package():
+    text = "def f():\n    return _record('to_host', 1, 'generated')\n"
+    ns = {"_record": profiling._record}
+    exec(compile(text, profiling._generated_filename("test helper"), "exec"), ns)
+    with profiling.count_transfers() as c:
+        ns["f"]()  # site: generated helper
+    assert c.events[0].site.startswith(f"{__file__}:{_line_of('# site: ' + 'generated helper')}")
+
+
+@pytest.fixture
+def scale_kernel(monkeypatch):
+    """A Kernel with a Metal port that runs on the CPU emulator (skips without a compiler)."""
+    from cunumpy.emulation import CompilerNotFoundError, find_compiler
+    from cunumpy.kernels import Kernel, MetalKernel
+
+    try:
+        find_compiler()
+    except CompilerNotFoundError as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setenv("CUNUMPY_METAL_ENGINE", "emulator")
+    monkeypatch.delenv("CUNUMPY_USE_METAL", raising=False)
+    monkeypatch.delenv("CUNUMPY_KERNEL_PORT", raising=False)
+
+    def scale(x, a, y):
+        y[:] = a * x
+
+    port = MetalKernel("uint i = thread_position_in_grid.x; y[i] = a[0] * x[i];",
+                       inputs=["x", "a"], outputs=["y"], name="scale")
+    return Kernel(scale, metal=port)
+
+
+def test_metal_port_through_kernel_reports_the_users_line(scale_kernel):
+    x = np.ones(8, dtype=np.float32)
+    with profiling.count_transfers() as c:
+        scale_kernel(x, np.float32([2]), np.empty_like(x))  # site: emulated call
+    site = f"{__file__}:{_line_of('# site: ' + 'emulated call')} in "
+    assert len(c.events) == 3 and all(e.site.startswith(site) for e in c.events), c.report()
+
+
+def test_assert_no_transfers_through_kernel_names_the_users_line(scale_kernel):
+    x = np.ones(8, dtype=np.float32)
+    with pytest.raises(AssertionError) as info:
+        with profiling.assert_no_transfers():
+            scale_kernel(x, np.float32([2]), np.empty_like(x))  # site: asserted call
+    assert f"{__file__}:{_line_of('# site: ' + 'asserted call')} in " in str(info.value)
+    assert "<Kernel" not in str(info.value)
+
+
+def test_every_generated_function_carries_the_generated_file_name(scale_kernel):
+    """Kernel's dispatcher and CudaKernel's launchers are named so that call sites skip them."""
+    from cunumpy.kernels import CudaKernel, get_cuda_engine
+
+    assert type(scale_kernel).__call__.__code__.co_filename.startswith(profiling._GENERATED_PREFIX)
+    try:
+        engine = get_cuda_engine("emulator")
+    except RuntimeError as exc:
+        pytest.skip(f"the CUDA emulator cannot run here: {exc}")
+    k = CudaKernel('extern "C" __global__ void inc(int n, float* y) '
+                   "{ int i = threadIdx.x; if (i < n) y[i] += 1.0f; }", engine=engine)
+    y = np.zeros(4, dtype=np.float32)
+    k(4, y)
+    assert y.tolist() == [1.0] * 4
+    launchers = list(k._launchers.values())
+    assert launchers and all(
+        f.__code__.co_filename.startswith(profiling._GENERATED_PREFIX) for f in launchers
+    )
+
+
+def test_tracebacks_through_generated_code_show_its_lines():
+    import traceback
+
+    from cunumpy.kernels import Kernel
+
+    def broken(x):
+        raise ZeroDivisionError("inside the host kernel")
+
+    def other(x, y):
+        pass
+
+    kernel = Kernel(broken, name="same")
+    Kernel(other, name="same")  # another generated text under the same name
+    try:
+        kernel(np.ones(2))
+    except ZeroDivisionError:
+        text = traceback.format_exc()
+    else:
+        raise AssertionError("the host kernel should have raised")
+    assert "<cunumpy Kernel same call" in text
+    assert "    _host(a0)" in text  # the generated line itself, not a blank

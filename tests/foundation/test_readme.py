@@ -22,3 +22,28 @@ def test_readme_starts_with_two_commands_that_ci_runs():
     assert install in ci
     assert main_job in ci
     assert tests in ci
+
+
+def _python_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"^```python[ \t]*\n(.*?)^```[ \t]*$", text, re.M | re.S)
+
+
+def test_readme_examples_warn_about_nothing(monkeypatch):
+    """A reader running the README on a machine without a GPU sees no warning from it."""
+    import warnings
+
+    import cunumpy
+
+    monkeypatch.setenv("CUNUMPY_METAL_ENGINE", "emulator")
+    monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "emulator")
+    namespace: dict[str, object] = {}
+    ran = 0
+    with warnings.catch_warnings(), cunumpy.use_backend("numpy"):
+        warnings.simplefilter("error")
+        for block in _python_blocks():
+            if block.lstrip().startswith("# requires:"):
+                continue
+            exec(compile(block, "README.md", "exec"), namespace)
+            ran += 1
+    assert ran >= 1

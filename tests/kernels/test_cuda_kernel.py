@@ -625,10 +625,10 @@ def test_name_expression_for_cpp_linkage():
 
 
 def test_unsupported_parameter_types_suggest_check_signature_false(rec):
-    src = 'extern "C" __global__ void k(float4* p, int n) {}'
+    src = 'union U { float f; int i; };\nextern "C" __global__ void k(U* p, int n) {}'
     with pytest.raises(
         NotImplementedError,
-        match="parameter 'p' \\(float4\\* p\\) has type 'float4'.*check_signature=False",
+        match="parameter 'p' \\(U\\* p\\) has type 'U'.*unions.*check_signature=False",
     ):
         CudaKernel(src, "k")
     kernel = CudaKernel(src, "k", check_signature=False, engine="host-record")

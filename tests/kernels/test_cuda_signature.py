@@ -154,9 +154,10 @@ def test_type_spellings(spelling, dtype):
 
 
 def test_unknown_types_have_no_dtype():
-    sig = parse_signature("__global__ void k(float4* p, __half h, MyStruct s) {}")
+    sig = parse_signature("__global__ void k(MyType* p, Other h, MyStruct s) {}")
     assert [p.dtype for p in sig.params] == [None, None, None]
-    assert [p.ctype for p in sig.params] == ["float4", "__half", "MyStruct"]
+    assert [p.ctype for p in sig.params] == ["MyType", "Other", "MyStruct"]
+    assert all("MyType" in sig.params[0].reason for _ in [0])
 
 
 def test_unnamed_parameters_get_positional_names():

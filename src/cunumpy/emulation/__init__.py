@@ -10,7 +10,7 @@ for the rest of the process.
   what it checks and what not; :func:`emulate_cuda_kernel` runs one CudaKernel launch on it.
 - :class:`EmulatorOptions`: checks, random threadgroup order, isolated (child-process) launches;
   defaults from ``CUNUMPY_EMULATOR_CHECKS``, ``CUNUMPY_EMULATOR_ORDER``,
-  ``CUNUMPY_EMULATOR_ISOLATED``.
+  ``CUNUMPY_EMULATOR_ISOLATED``; what undefined behaviour does (``CUNUMPY_EMULATOR_UNDEFINED``).
 - :mod:`cunumpy.emulation.errors`: the exceptions (all subclasses of :class:`EmulationError`).
 
 Importing this package neither runs nor looks for a compiler; the first launch does.
@@ -34,6 +34,8 @@ from cunumpy.emulation.errors import (
     KernelCompileError,
     KernelCrashError,
     OutOfBoundsError,
+    UndefinedBehaviorError,
+    UndefinedBehaviorWarning,
     UnsafeCacheError,
     UnwrittenOutputError,
 )
@@ -50,6 +52,8 @@ __all__ = [
     "KernelCompileError",
     "KernelCrashError",
     "OutOfBoundsError",
+    "UndefinedBehaviorError",
+    "UndefinedBehaviorWarning",
     "UnsafeCacheError",
     "UnwrittenOutputError",
     "clear_cache",

@@ -5,8 +5,10 @@ Three steps, each keeping compiler line numbers pointing at the user's text:
 1. :func:`inline_includes`: ``#include`` lines that name a file found beside the source or in
    ``include_dirs`` are replaced by that file's text between ``#line`` directives (each file once,
    as ``#pragma once`` or include guards would have it); includes of CUDA toolkit headers that
-   ``cn_cuda.h`` stands in for are blanked; includes of libraries the emulator cannot run
-   (cooperative groups, CUB, Thrust, WMMA) raise :class:`NotImplementedError`.
+   ``cn_cuda.h`` stands in for are blanked; those a runtime header of its own stands in for
+   (cooperative groups, ``cuComplex.h``, ``cuda_bf16.h``, CuPy's headers, ``cuda/std/...``)
+   become an include of that header; includes of libraries the emulator cannot run (CUB,
+   Thrust algorithms, WMMA) raise :class:`NotImplementedError`.
 2. :func:`rewrite_cuda`: ``__shared__`` declarations become references into the per-block arena
    of ``cn_core.h`` (bounds-checked arrays with checks on), ``extern __shared__ T a[];`` a pointer
    into the dynamic region of ``shared_mem`` bytes; declarations at namespace scope are removed
@@ -18,8 +20,9 @@ Three steps, each keeping compiler line numbers pointing at the user's text:
    arrays (its result is a raw, unchecked pointer). With checks on, a subscript ``x[i]`` of a
    checked name becomes ``cn::cuda::at_site(x, __LINE__, __FILE__)[i]``, so an out-of-bounds
    failure is reported with its line.
-3. Feature detection: whether the text synchronises (fibers needed) and which unsupported
-   features (inline PTX, textures, kernel launches from kernels) it uses.
+3. Feature detection: whether the text synchronises (fibers needed; cooperative groups count)
+   and which unsupported features (inline PTX, textures, kernel launches from kernels, grid and
+   cluster synchronisation, CuPy's CArray) it uses.
 
 Rewrites never add or remove a newline inside the user's text.
 """
@@ -59,7 +62,11 @@ CUDA_SYNC_FUNCTIONS = frozenset(
 )
 """Names whose use makes the emulator run the threads of a block as fibers."""
 
-_SYNC_WORD = re.compile(r"\b(?:" + "|".join(sorted(CUDA_SYNC_FUNCTIONS)) + r")\b")
+_SYNC_WORD = re.compile(
+    r"\b(?:" + "|".join(sorted(CUDA_SYNC_FUNCTIONS)) + r"|cooperative_groups)\b"
+    r"|cn_cuda_cg\.h|cn_cub\.h"
+)
+"""Cooperative groups and CUB collectives synchronise through the same primitives: fibers too."""
 
 # Toolkit headers whose content cn_cuda.h provides (or that the C++ library covers).
 _PROVIDED = frozenset(
@@ -69,20 +76,47 @@ _PROVIDED = frozenset(
         "sm_32_intrinsics.h", "sm_30_intrinsics.h", "sm_60_atomic_functions.h",
         "math_functions.h", "vector_types.h", "vector_functions.h", "cuda_fp16.h",
         "crt/math_functions.h", "assert.h", "cassert", "math_constants.h",
+        "cupy/math_constants.h", "cuda_fp16.hpp", "sm_61_intrinsics.h",
+        "device_types.h", "driver_types.h", "cuda_device_runtime_api.h",
+        # host-side library APIs that kernel files include for their host code
+        "cublas_v2.h", "cublas.h", "cublasLt.h", "cufft.h", "cusparse.h", "curand.h",
+        "cusolverDn.h", "nvrtc.h", "cuda_profiler_api.h", "cuda_occupancy.h",
     }
 )
 
+# Toolkit and CuPy headers the emulator stands in for with a runtime header of its own.
+_MAPPED = {
+    "cooperative_groups.h": "cn_cuda_cg.h",
+    "cooperative_groups/reduce.h": "cn_cuda_cg.h",
+    "cooperative_groups/scan.h": "cn_cuda_cg.h",
+    "cooperative_groups/memcpy_async.h": "cn_cuda_cg.h",
+    "cuComplex.h": "cn_cuda_complex.h",
+    "cupy/complex.cuh": "cn_cupy_complex.h",
+    "thrust/complex.h": "cn_cupy_complex.h",
+    "cupy/float16.cuh": "cn_cupy_float16.h",
+    "cupy/carray.cuh": "cn_cupy_carray.h",
+    "cupy/cuda_workaround.h": "cn_cuda_std.h",
+    "cuda_bf16.h": "cn_cuda_bf16.h",
+    "cuda_bf16.hpp": "cn_cuda_bf16.h",
+    "cub/cub.cuh": "cn_cub.h",
+    "cub/block/block_reduce.cuh": "cn_cub.h",
+    "cub/block/block_scan.cuh": "cn_cub.h",
+    "cub/warp/warp_reduce.cuh": "cn_cub.h",
+    "cub/warp/warp_scan.cuh": "cn_cub.h",
+}
+_MAPPED_PREFIXES = {"cuda/std/": "cn_cuda_std.h"}
+
 # Libraries the emulator does not provide, with what they are.
 _REFUSED = {
-    "cooperative_groups": "cooperative groups",
-    "cub/": "CUB",
+    "cooperative_groups/details": "cooperative groups internals",
+    "cub/": "CUB algorithms other than BlockReduce, BlockScan, WarpReduce and WarpScan",
     "thrust/": "Thrust",
     "mma.h": "warp matrix functions (WMMA)",
     "cuda/barrier": "libcu++ barriers",
     "cuda/pipeline": "libcu++ pipelines",
-    "cuda_bf16.h": "bfloat16",
     "cuda_fp8.h": "fp8 types",
     "curand_kernel.h": "cuRAND device functions",
+    "cuda/": "libcu++ extensions (cuda::)",
 }
 
 _INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"][^\n]*$', re.MULTILINE)
@@ -102,21 +136,34 @@ def inline_includes(
     here: Path | None,
     include_dirs: tuple[str, ...],
     prefix: str,
+    defines: tuple[tuple[str, str | None], ...] = (),
 ) -> tuple[str, dict[str, str]]:
     """``text`` with found includes inlined; also ``{label: text}`` of every file inlined.
 
     Raises NotImplementedError (naming ``prefix``) for libraries the emulator does not provide.
+    Include lines in preprocessor branches that ``defines`` rule out are left as they are.
     """
+    from cunumpy.kernels._cuda_preprocess import inactive_spans
+
     seen: set[Path] = set()
     texts: dict[str, str] = {label: text}
 
     def expand(src: str, name: str, folder: Path | None) -> str:
         out: list[str] = []
         pos = 0
+        skipped = inactive_spans(src, defines)
         for m in _INCLUDE_LINE.finditer(src):
             quote, rel = m.group(1), m.group(2).strip()
+            if any(a <= m.start() < b for a, b in skipped):
+                continue  # the compiler skips it too
             out.append(src[pos : m.start()])
             pos = m.end()
+            mapped = _MAPPED.get(rel) or next(
+                (h for p, h in _MAPPED_PREFIXES.items() if rel.startswith(p)), None
+            )
+            if mapped is not None:
+                out.append(f'#include "{mapped}"')
+                continue
             what = _refused(rel)
             if what:
                 raise NotImplementedError(
@@ -577,18 +624,71 @@ _UNSUPPORTED_WORDS = {
     "surf2Dread": "surface reads",
     "cudaTextureObject_t": "texture objects",
     "cudaSurfaceObject_t": "surface objects",
-    "__nv_bfloat16": "bfloat16",
 }
 
 
+_GRID_SYNC = "grid-wide synchronisation (cooperative groups grid_group::sync)"
+_CUPY_VIEWS = "CuPy's CArray/CIndexer (the array views of ElementwiseKernel code)"
+_CUB_PROVIDED = frozenset({
+    "BlockReduce", "BlockScan", "WarpReduce", "WarpScan", "Sum", "Max", "Min",
+    "BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY", "BLOCK_REDUCE_RAKING", "BLOCK_REDUCE_WARP_REDUCTIONS",
+    "BLOCK_SCAN_RAKING", "BLOCK_SCAN_RAKING_MEMOIZE", "BLOCK_SCAN_WARP_SCANS",
+    "BlockReduceAlgorithm", "BlockScanAlgorithm",
+})
+_GROUP_WORDS = {
+    "this_multi_grid": "multi-device cooperative groups (multi_grid_group)",
+    "multi_grid_group": "multi-device cooperative groups (multi_grid_group)",
+    "this_cluster": "thread block clusters (cluster_group)",
+    "cluster_group": "thread block clusters (cluster_group)",
+}
+
+
+def _grid_syncs(sig: list[Token]) -> bool:
+    """Whether the text calls ``sync`` on a grid group (``this_grid().sync()``, ``g.sync()`` or
+    ``cg::sync(g)`` for ``g`` made by ``this_grid()`` or declared ``grid_group``)."""
+    texts = [t.text for t in sig]
+    grids: set[str] = set()
+    for k, t in enumerate(texts):
+        if t == "this_grid" and k + 4 < len(texts) and texts[k + 1:k + 5] == ["(", ")", ".", "sync"]:
+            return True
+        if t == "grid_group" and k + 1 < len(sig) and sig[k + 1].kind == "ident":
+            grids.add(texts[k + 1])
+        if t == "this_grid":
+            j = k - 1  # step back over a qualification (cg::, ::cooperative_groups::)
+            while j >= 1 and texts[j] == "::" and sig[j - 1].kind == "ident":
+                j -= 2
+            if j >= 0 and texts[j] == "::":
+                j -= 1
+            if j >= 1 and texts[j] == "=" and sig[j - 1].kind == "ident":
+                grids.add(texts[j - 1])
+    for k, t in enumerate(texts):
+        if t in grids and k + 2 < len(texts) and texts[k + 1] == "." and texts[k + 2] == "sync":
+            return True
+        if (t == "sync" and k + 2 < len(texts) and texts[k + 1] == "(" and texts[k + 2] in grids
+                and (k + 3 >= len(texts) or texts[k + 3] == ")")):
+            return True
+    return False
+
+
 def unsupported_features(text: str) -> list[str]:
-    """CUDA features in ``text`` the emulator refuses (inline PTX, textures, device launches)."""
+    """CUDA features in ``text`` the emulator refuses (inline PTX, textures, device launches,
+    grid-wide and cluster synchronisation)."""
     sig = [t for t in tokenize(text) if t.kind not in ("ws", "comment", "pp")]
     found: list[str] = []
+    if ("this_grid" in text or "grid_group" in text) and _grid_syncs(sig):
+        found.append(_GRID_SYNC)
     for k, t in enumerate(sig):
         what = None
         if t.kind == "ident" and t.text in _UNSUPPORTED_WORDS:
             what = _UNSUPPORTED_WORDS[t.text]
+        elif t.kind == "ident" and t.text in _GROUP_WORDS:
+            what = _GROUP_WORDS[t.text]
+        elif (t.kind == "ident" and t.text in ("CArray", "CIndexer") and k + 1 < len(sig)
+              and sig[k + 1].text == "<"):
+            what = _CUPY_VIEWS
+        elif (t.text == "cub" and k + 2 < len(sig) and sig[k + 1].text == "::"
+              and sig[k + 2].kind == "ident" and sig[k + 2].text not in _CUB_PROVIDED):
+            what = f"CUB's {sig[k + 2].text} (cub::{sig[k + 2].text})"
         elif t.text == "<" and k + 2 < len(sig) and sig[k + 1].text == "<" and sig[k + 2].text == "<":
             what = "kernel launches from a kernel (dynamic parallelism, <<<...>>>)"
         elif t.text == "<<" and k + 1 < len(sig) and sig[k + 1].text == "<":

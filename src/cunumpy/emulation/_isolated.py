@@ -2,7 +2,8 @@
 
 The parent pickles the call into a private temporary directory; the child
 (``python -m cunumpy.emulation._isolated DIR``) runs it with isolation off, saves the outputs as
-``.npy`` files and the exception (if any) as a pickle. A child killed by a signal becomes a
+``.npy`` files and the exception (if any) and its warnings as a pickle; the parent re-issues the
+warnings and raises the exception. A child killed by a signal becomes a
 :class:`~cunumpy.emulation.errors.KernelCrashError` naming the signal.
 """
 
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,9 @@ def run_isolated(
             )
         with open(result, "rb") as f:
             exc = pickle.load(f)
+            caught = pickle.load(f)  # the child's warnings, re-issued here
+        for category, message in caught:
+            warnings.warn(message, category, stacklevel=3)
         if exc is not None:
             raise exc
         for i, out in enumerate(outputs):
@@ -84,11 +89,17 @@ def _child(work: Path) -> None:
     module, _, name = target.partition(":")
     func = getattr(importlib.import_module(module), name)
     outputs = args[outputs_arg]
-    try:
-        func(*args, **kwargs)
-        exc = None
-    except Exception as e:  # handed to the parent, which raises it
-        exc = e
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            func(*args, **kwargs)
+            exc = None
+        except Exception as e:  # handed to the parent, which raises it
+            exc = e
+    caught = []
+    for w in seen:
+        category = w.category if isinstance(w.category, type) else UserWarning
+        caught.append((category, str(w.message)))
     for i, out in enumerate(outputs):
         np.save(work / f"out{i}.npy", out)
     with open(work / "result.pkl.tmp", "wb") as f:
@@ -98,6 +109,10 @@ def _child(work: Path) -> None:
             f.seek(0)
             f.truncate()
             pickle.dump(EmulationError(f"{type(exc).__name__}: {exc}"), f)
+        try:
+            pickle.dump(caught, f)
+        except Exception:  # a warning class that does not pickle: send the text
+            pickle.dump([(UserWarning, m) for _, m in caught], f)
     os.replace(work / "result.pkl.tmp", work / "result.pkl")
 
 

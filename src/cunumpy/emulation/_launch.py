@@ -154,6 +154,12 @@ def launch(
         raise _failure(report, dialect, kernel, buffers, shared, order)
 
 
+def _null_name(label: str) -> str:
+    """The parameter name in ``argument 'x' (...)``, for a hint."""
+    parts = label.split("'")
+    return parts[1] if len(parts) > 2 else "p"
+
+
 def _failure(
     r: _Report,
     dialect: Dialect,
@@ -183,6 +189,12 @@ def _failure(
             label = (f"{dialect.shared} '{decl.name}' ({decl.describe()})" if decl
                      else f"{dialect.shared} {k}")
         at = f", {file}:{r.line}" if r.line and file else ""  # where the dialect knows it
+        if 0 <= r.buffer < len(buffers) and buffers[r.buffer].address == 0 and r.extent == 0:
+            return OutOfBoundsError(
+                f"{prefix} null pointer dereference: {label} was accessed at index {r.index} "
+                f"{where}{at}; pass an array, or guard the access (if ({_null_name(label)}))"
+                f"{further}{order}"
+            )
         return OutOfBoundsError(
             f"{prefix} {label}: index {r.index} out of bounds ({word} {r.extent}) {where}"
             f"{at}{further}{order}"

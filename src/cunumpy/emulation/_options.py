@@ -30,12 +30,28 @@ class EmulatorOptions:
         Run the launch in a child process, so that a crashing kernel raises
         :class:`~cunumpy.emulation.errors.KernelCrashError` instead of killing Python.
         ``CUNUMPY_EMULATOR_ISOLATED=1``.
+    undefined : {"error", "warn"}, default "error"
+        What undefined behaviour does (CUDA emulator: a warp shuffle that reads a lane outside
+        its mask or a lane that takes no part, a calling lane missing from its mask, ...):
+        ``"error"`` stops the launch with
+        :class:`~cunumpy.emulation.errors.UndefinedBehaviorError` (an
+        :class:`~cunumpy.emulation.errors.InactiveLaneError` for an inactive lane); ``"warn"``
+        emits an :class:`~cunumpy.emulation.errors.UndefinedBehaviorWarning` and goes on.
+        ``CUNUMPY_EMULATOR_UNDEFINED=warn``.
     """
 
     checks: bool = True
     random_order: bool = False
     seed: int | None = None
     isolated: bool = False
+    undefined: str = "error"
+
+    def __post_init__(self) -> None:
+        if self.undefined not in config.EMULATOR_UNDEFINED:
+            raise ValueError(
+                f"EmulatorOptions(undefined={self.undefined!r}) must be one of "
+                f"{', '.join(map(repr, config.EMULATOR_UNDEFINED))}"
+            )
 
 
 def resolve_options(options: EmulatorOptions | None) -> EmulatorOptions:
@@ -51,4 +67,5 @@ def resolve_options(options: EmulatorOptions | None) -> EmulatorOptions:
         checks=config.emulator_checks(),
         random_order=config.emulator_order() == "random",
         isolated=config.emulator_isolated(),
+        undefined=config.emulator_undefined(),
     )

@@ -23,20 +23,29 @@ What is checked (``EmulatorOptions(checks=True)``, the default):
 - ``__syncthreads`` not reached by every thread of a block, or reached at different places
   (:class:`~cunumpy.emulation.errors.BarrierDivergenceError`): the classic kernel whose surplus
   threads ``return`` before a barrier;
-- warp functions reading a lane that has exited, waits elsewhere, or does not exist
-  (:class:`~cunumpy.emulation.errors.InactiveLaneError`), or that the mask leaves out, masks
-  naming a lane that waits elsewhere, a calling lane missing from its own mask, shuffle widths
-  that are not powers of two (:class:`~cunumpy.emulation.errors.EmulationError`);
+- undefined behaviour of warp functions, named with the rule, the line and the lanes
+  (:class:`~cunumpy.emulation.errors.UndefinedBehaviorError`; ``EmulatorOptions(undefined=
+  "warn")`` warns and goes on): reading a lane that has exited, waits elsewhere, or does not
+  exist (:class:`~cunumpy.emulation.errors.InactiveLaneError`, a subclass), or that the mask
+  leaves out, masks naming a lane that waits elsewhere, a calling lane missing from its own
+  mask, shuffle widths that are not powers of two. Cooperative-group operations are built on
+  the same primitives and get the same checks;
 - device ``assert`` and ``__trap()``: the launch stops with the failing thread and expression;
-- shared memory over 227 KiB per block.
+- shared memory over 227 KiB per block;
+- a ``None`` pointer argument that the kernel reads or writes (a null pointer dereference,
+  reported with the line);
+- elements of the pointer parameters declared write-only (``CudaKernel(..., outputs=[...])``)
+  that no thread wrote (:class:`~cunumpy.emulation.errors.UnwrittenOutputError`): they are
+  poisoned before the launch; one- and two-byte integer outputs are confirmed by a second
+  launch, with the other writable arguments restored first.
 
 Not checked: pointers made by casts (``reinterpret_cast`` included) or by ``&x[i]`` (raw
 pointers; a raw pointer passed to a ``__device__`` function stays unchecked), data races (threads
 never overlap: atomics are plain read-modify-writes), reads of uninitialised shared memory (it is
-filled with 0xFF bytes: NaN for floats, -1 for integers), and output elements left unwritten
-(pointer arguments are inputs as well as outputs; :func:`cunumpy.testing.assert_kernels_agree`
-poisons them itself). When checked pointers make a kernel fail to compile (a ``__device__``
-template deducing ``T`` from ``T*``), the emulator compiles it again with raw pointers for the
+filled with 0xFF bytes: NaN for floats, -1 for integers), and unwritten elements of pointers
+not declared in ``outputs=`` (CUDA pointers are inputs as well as outputs). When checked
+pointers make a kernel fail to compile (a ``__device__`` template deducing ``T`` from ``T*``),
+the emulator compiles it again with raw pointers for the
 ``__device__`` functions, then for the kernel too, and says so with an
 :class:`~cunumpy.emulation.errors.EmulatorWarning`.
 
@@ -45,9 +54,15 @@ that relies on implicit lockstep without ``__syncwarp`` (a data race since Volta
 different results here, as it may on a GPU. ``extern "C"`` is compiled with C++ linkage, so a
 kernel may be named like a C library function.
 
+Runtime headers stand in for ``<cooperative_groups.h>`` (and its reduce, scan and memcpy_async
+headers), CUB's block and warp collectives, ``<cuComplex.h>``, ``<cuda_bf16.h>``, CuPy's
+``<cupy/complex.cuh>``, ``<cupy/float16.cuh>`` and ``<cupy/carray.cuh>``, and libcu++'s
+``<cuda/std/...>``; a kernel's own global names that the host's headers also declare
+(``typedef unsigned long long uint64_t;``, ``__constant__ float gamma;``) keep their meaning.
 Refused with :class:`NotImplementedError` naming the engine and the feature: inline PTX (``asm``),
-textures and surfaces, kernel launches from kernels, cooperative groups, CUB, Thrust, WMMA, and
-kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
+textures and surfaces, kernel launches from kernels, grid-wide and cluster synchronisation, the
+rest of CUB (device-wide algorithms, radix sort, ...), Thrust algorithms, WMMA, CuPy's
+``CArray``, and kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
 (flushed after each launch). Results of transcendental functions follow the host's C library,
 not CUDA's ulp bounds; ``--use_fast_math`` and other compiler options except ``-D``/``-U``/``-I``
 are ignored.
@@ -55,6 +70,8 @@ are ignored.
 
 from __future__ import annotations
 
+import ctypes
+import random
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -66,12 +83,14 @@ import numpy as np
 
 from cunumpy import config
 from cunumpy.emulation import _build, _launch
+from cunumpy.emulation._cuda_names import rename_user_typedefs
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
     rewrite_cuda,
     unsupported_features,
 )
+from cunumpy.emulation._cuda_undefined import UbReport, check_report, meta_words
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation.errors import EmulationError, EmulatorWarning, KernelCompileError
@@ -83,6 +102,8 @@ from cunumpy.kernels._cuda_engines import (
     cuda_engine_names,
     register_cuda_engine,
 )
+from cunumpy.kernels._cuda_outputs import poison_and_check
+from cunumpy.kernels._cuda_preprocess import active_text, defines_from_options
 from cunumpy.kernels._cuda_signature import C_TYPES, CudaParam
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -171,6 +192,8 @@ class CudaProgram:
     folder: str | None = None
     label: str = "kernel.cu"
     header_digest: str = field(default="", compare=True)
+    outputs: tuple[int, ...] = ()
+    """Indices of the pointer parameters declared write-only (``CudaKernel(outputs=...)``)."""
 
     @property
     def prefix(self) -> str:
@@ -179,29 +202,8 @@ class CudaProgram:
 
 
 def _defines(options: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
-    out: list[tuple[str, str | None]] = []
-    it = iter(options)
-    for opt in it:
-        value: str | None
-        if opt in ("-D", "-U", "--define-macro", "--undefine-macro"):
-            value = next(it, "")
-            kind = "D" if opt in ("-D", "--define-macro") else "U"
-        elif opt.startswith("--define-macro="):
-            kind, value = "D", opt.split("=", 1)[1]
-        elif opt.startswith("--undefine-macro="):
-            kind, value = "U", opt.split("=", 1)[1]
-        elif opt.startswith("-D"):
-            kind, value = "D", opt[2:]
-        elif opt.startswith("-U"):
-            kind, value = "U", opt[2:]
-        else:
-            continue
-        if kind == "U":
-            out.append((value, None))
-        else:
-            name, eq, val = value.partition("=")
-            out.append((name, val if eq else "1"))
-    return tuple(out)
+    """``-D`` (value) and ``-U`` (None) options, in order."""
+    return defines_from_options(options)
 
 
 def program_for(kernel: CudaKernel) -> CudaProgram:
@@ -237,6 +239,7 @@ def program_for(kernel: CudaKernel) -> CudaProgram:
         folder=folder,
         label=label,
         header_digest=kernel.header_digest(),
+        outputs=tuple(getattr(kernel, "_write_only", ())),
     )
 
 
@@ -269,16 +272,20 @@ def generate_source(
     prefix = program.prefix
     folder = Path(program.folder) if program.folder else None
     text, texts = inline_includes(
-        program.source, program.label, folder, program.include_dirs, prefix
+        program.source, program.label, folder, program.include_dirs, prefix,
+        defines=program.defines,
     )
-    refused = unsupported_features(text)
+    text = rename_user_typedefs(text, keep=program.name.rsplit("::", 1)[-1])
+    # Scan only what the preprocessor keeps: an inactive `typedef __nv_bfloat16 T;` is no use.
+    refused = unsupported_features(active_text(text, program.defines))
     if refused:
         raise NotImplementedError(
             f"{prefix} uses {', '.join(refused)}, which the CUDA emulator (emu-cuda) does not "
             "support; run this kernel on a GPU (engine='cupy')"
         )
     rw: CudaRewritten = rewrite_cuda(
-        text, checks=checks, kernel_name=program.name, checked_pointers=checked_pointers
+        text, checks=checks, kernel_name=program.name.rsplit("::", 1)[-1],
+        checked_pointers=checked_pointers
     )
     nslots = rw.nstatic + (1 if rw.dynamic else 0)
     if nslots > 256:
@@ -294,9 +301,13 @@ def generate_source(
     lines.append('#line 1 "cn-launch"')
     lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {")
     lines.append(f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {n + 1}) return -2;")
-    lines.append(
-        f"  ::cn::cuda::dynamic_shared_bytes = *static_cast<const int64_t*>(d->buffers[{n}].data);"
-    )
+    lines += [
+        f"  const long long* cn_meta = static_cast<const long long*>(d->buffers[{n}].data);",
+        "  ::cn::cuda::dynamic_shared_bytes = cn_meta[0];",
+        f"  ::cn::cuda::ub_mode = d->buffers[{n}].extent >= 24 ? cn_meta[1] : 0;",
+        f"  ::cn::cuda::ub_report = d->buffers[{n}].extent >= 24 ? "
+        "reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;",
+    ]
     names = []
     for i, p in enumerate(program.params):
         if p.pointer:
@@ -437,6 +448,12 @@ def _label(name: str, arr: np.ndarray) -> str:
 
 
 def _value_bytes(program: CudaProgram, p: CudaParam, value: Any) -> np.ndarray:
+    if p.dtype is not None and p.kind in ("vector", "struct") and isinstance(
+        value, (np.ndarray, np.generic)
+    ):
+        # Its bytes: checked by the front end, or (check_signature=False) by the runtime's size
+        # test against the C type.
+        return np.ascontiguousarray(value).reshape(-1).view(np.uint8)
     if p.dtype is not None:
         if isinstance(value, np.ndarray) and value.ndim:
             raise TypeError(
@@ -454,7 +471,8 @@ def _value_bytes(program: CudaProgram, p: CudaParam, value: Any) -> np.ndarray:
 
 
 def _buffers(
-    program: CudaProgram, args: Sequence[Any], shared_mem: int
+    program: CudaProgram, args: Sequence[Any], shared_mem: int,
+    undefined: tuple[str, UbReport] | None = None,
 ) -> list[_launch.BufferArg]:
     prefix = program.prefix
     if len(args) != len(program.params):
@@ -462,6 +480,11 @@ def _buffers(
         raise TypeError(f"{prefix} takes {len(program.params)} arguments ({names}); got {len(args)}")
     out: list[_launch.BufferArg] = []
     for p, value in zip(program.params, args, strict=True):
+        if p.pointer and value is None:
+            out.append(_launch.BufferArg(
+                f"argument '{p.name}' (a null pointer: None was passed)", 0, 0, None
+            ))
+            continue
         if p.pointer:
             if not isinstance(value, np.ndarray):
                 if hasattr(value, "__cuda_array_interface__"):
@@ -494,8 +517,10 @@ def _buffers(
             out.append(_launch.BufferArg(
                 p.name, arr.__array_interface__["data"][0], arr.nbytes, arr
             ))
-    meta = np.array([shared_mem], dtype=np.int64)
-    out.append(_launch.BufferArg("launch", meta.__array_interface__["data"][0], 8, meta))
+    mode, report = undefined if undefined is not None else ("error", UbReport())
+    meta = meta_words(shared_mem, mode, report)
+    out.append(_launch.BufferArg("launch", meta.__array_interface__["data"][0], 24,
+                                 (meta, report)))
     return out
 
 
@@ -589,12 +614,32 @@ def run_cuda(
         )
         return
     gen, lib = _variant(program, opts.checks)
-    buffers = _buffers(program, args, int(shared_mem))
-    _launch.launch(
-        lib, DIALECT, program.name, buffers, threads, b,
-        random_order=opts.random_order, seed=opts.seed,
-        shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic else gen.shared,
-    )
+    report = UbReport()
+    buffers = _buffers(program, args, int(shared_mem), (opts.undefined, report))
+    seed = opts.seed
+    if opts.random_order and seed is None:
+        seed = random.getrandbits(64)
+    order = f" (random order, seed {seed})" if opts.random_order else ""
+
+    def once() -> None:
+        ctypes.memset(ctypes.addressof(report), 0, ctypes.sizeof(report))
+        try:
+            _launch.launch(
+                lib, DIALECT, program.name, buffers, threads, b,
+                random_order=opts.random_order, seed=seed,
+                shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic
+                else gen.shared,
+            )
+        except EmulationError:
+            if opts.undefined == "warn":  # say what happened before the failure propagates
+                check_report(report, program.prefix, opts.undefined, order)
+            raise
+        check_report(report, program.prefix, opts.undefined, order)
+
+    if opts.checks and program.outputs:
+        poison_and_check(program.prefix, program.params, args, program.outputs, once, _label)
+    else:
+        once()
 
 
 def _run_child(program, args, outputs, grid, block, shared_mem, options=None) -> None:

@@ -15,6 +15,8 @@ __all__ = [
     "KernelCompileError",
     "KernelCrashError",
     "OutOfBoundsError",
+    "UndefinedBehaviorError",
+    "UndefinedBehaviorWarning",
     "UnsafeCacheError",
     "UnwrittenOutputError",
 ]
@@ -68,9 +70,19 @@ class BarrierDivergenceError(EmulationError):
     barriers."""
 
 
-class InactiveLaneError(EmulationError):
+class UndefinedBehaviorError(EmulationError):
+    """The kernel did something whose result the language leaves undefined, so a GPU may give
+    any value: a warp shuffle reading a lane that the mask leaves out or that takes no part in
+    the call, a calling lane missing from its own mask, a shuffle width that is not a power of
+    two. The message names the rule, the source line and the lanes. It is a property of the
+    kernel, not a limitation of the emulator; ``EmulatorOptions(undefined="warn")`` (or
+    ``CUNUMPY_EMULATOR_UNDEFINED=warn``) reports it as an :class:`UndefinedBehaviorWarning` and
+    runs on."""
+
+
+class InactiveLaneError(UndefinedBehaviorError):
     """A SIMD-group (warp) function read a lane that does not take part (it has exited, waits
-    elsewhere, or does not exist in a partial group)."""
+    elsewhere, or does not exist in a partial group): undefined behaviour of one kind."""
 
 
 class KernelCrashError(EmulationError):
@@ -84,3 +96,8 @@ class UnsafeCacheError(EmulationError, PermissionError):
 
 class EmulatorWarning(UserWarning):
     """The emulator runs a kernel with less checking than asked for, and says why."""
+
+
+class UndefinedBehaviorWarning(EmulatorWarning):
+    """Undefined behaviour (see :class:`UndefinedBehaviorError`) in a launch run with
+    ``undefined="warn"``: the launch went on."""

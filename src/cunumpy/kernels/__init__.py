@@ -14,6 +14,7 @@ from cunumpy.kernels._cuda_engines import (
     get_cuda_engine,
     register_cuda_engine,
 )
+from cunumpy.kernels._cuda_types import cuda_dtype
 from cunumpy.kernels._metal_engines import EmulatedDeviceArray
 from cunumpy.kernels._mlx_api import metal_kernel
 from cunumpy.kernels.cuda import CudaKernel
@@ -43,6 +44,7 @@ __all__ = [
     "PortFallbackWarning",
     "SignatureMismatchError",
     "cuda_available",
+    "cuda_dtype",
     "cuda_engine_names",
     "force_port",
     "forced_port",

@@ -191,7 +191,8 @@ class CupyEngine(CudaEngine):
                 try:
                     if expression is None:
                         module = cupy.RawModule(code=code, options=options)
-                        raw = module.get_function(kernel.name)
+                        # extern "C" in a namespace: the symbol has no qualifier
+                        raw = module.get_function(kernel.name.rsplit("::", 1)[-1])
                     else:
                         module = cupy.RawModule(
                             code=code, options=options, name_expressions=(expression,)

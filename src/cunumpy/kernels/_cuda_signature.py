@@ -15,12 +15,22 @@ them with a message that names the parameter.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from cunumpy.kernels._cuda_preprocess import active_text, macro_types
+from cunumpy.kernels._cuda_types import (
+    VECTOR_TYPES,
+    Declarations,
+    Resolved,
+    collect_declarations,
+    resolve,
+)
 
 __all__ = [
     "C_TYPES",
@@ -31,6 +41,7 @@ __all__ = [
     "find_global_functions",
     "format_template_args",
     "parse_signature",
+    "split_template_name",
     "strip_comments",
 ]
 
@@ -127,6 +138,20 @@ class CudaParam:
         outside :data:`C_TYPES`.
     text : str
         The parameter as written in the source, whitespace collapsed.
+    kind : str
+        ``"scalar"``, ``"vector"`` (``float4``...), ``"complex"``, ``"struct"`` or
+        ``"unknown"`` (no dtype: see ``reason``).
+    align : int
+        The C type's alignment in bytes (0 when unknown).
+    base : numpy.dtype or None
+        For vector types, the dtype of one component (``float32`` for ``float4``).
+    lanes : int
+        For vector types, the number of components; 1 otherwise.
+    reason : str
+        Why ``dtype`` is None (empty otherwise).
+    concrete : str
+        The C type after template substitution (``"float4"`` for ``T`` with ``T=float4``);
+        ``ctype`` otherwise.
     """
 
     name: str
@@ -135,6 +160,17 @@ class CudaParam:
     const: bool
     dtype: np.dtype | None
     text: str
+    kind: str = "scalar"
+    align: int = 0
+    base: np.dtype | None = field(default=None, compare=False)
+    lanes: int = 1
+    reason: str = field(default="", compare=False)
+    concrete: str = field(default="", compare=False)
+
+    @property
+    def type_name(self) -> str:
+        """The C type for messages: the template argument when ``ctype`` is a template type."""
+        return self.concrete or self.ctype
 
     def describe(self) -> str:
         """``"const float* x"`` style description used in messages."""
@@ -144,11 +180,13 @@ class CudaParam:
 @dataclass(frozen=True)
 class TemplateParam:
     """One parameter of a ``template <...>`` head: ``typename T`` (kind ``"type"``) or
-    ``int N`` (kind ``"value"`` with its C type in ``ctype``)."""
+    ``int N`` (kind ``"value"`` with its C type in ``ctype``); ``default`` is the text after
+    ``=`` when there is one."""
 
     name: str
     kind: str
     ctype: str | None = None
+    default: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -183,40 +221,31 @@ class CudaSignature:
 
 
 def strip_comments(source: str) -> str:
-    """Blank out comments, string and character literals, keeping every newline and offset.
+    """Blank out comments, preprocessor lines, string and character literals, keeping every
+    newline and offset.
 
     Each removed character becomes a space (newlines stay), so positions in the result match
-    positions in ``source``.
+    positions in ``source``. String and character literals keep their quotes (``extern "C"``
+    stays recognisable). The text is read with the emulator's tokenizer
+    (:func:`cunumpy.emulation._rewrite.tokenize`), so digit separators (``1'024``), raw strings
+    and line continuations are read as the compiler reads them.
     """
-    out = list(source)
-    i, n = 0, len(source)
-    while i < n:
-        c = source[i]
-        if c == "/" and i + 1 < n and source[i + 1] == "/":
-            j = source.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif c == "/" and i + 1 < n and source[i + 1] == "*":
-            j = source.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and source[j] != c and source[j] != "\n":
-                j += 2 if source[j] == "\\" else 1
-            j = min(j + 1, n)
-            # Keep the quotes (extern "C" must still be recognisable), blank the contents.
-            for k in range(i + 1, j - 1):
-                out[k] = " "
-            i = j
+    from cunumpy.emulation._rewrite import tokenize
+
+    out: list[str] = []
+    for tok in tokenize(source):
+        kind, text = tok.kind, tok.text
+        if kind in ("comment", "pp"):
+            out.append(_BLANK.sub(" ", text))
+        elif kind in ("string", "char") and len(text) >= 2:
+            q = text.index(text[-1])  # the opening quote (after a u8/L/R prefix)
+            out.append(text[: q + 1] + _BLANK.sub(" ", text[q + 1 : -1]) + text[-1])
         else:
-            i += 1
+            out.append(text)
     return "".join(out)
+
+
+_BLANK = re.compile(r"[^\n]")
 
 
 def _match_close(text: str, start: int, open_c: str, close_c: str) -> int:
@@ -261,8 +290,32 @@ class _Found:
     extern_c: bool
 
 
+_SCOPE = re.compile(
+    r"\bnamespace\s+(?P<ns>[A-Za-z_][\w:]*)?\s*(?:__attribute__\s*\(\([^)]*\)\)\s*)?\{"
+    r"|(?P<open>\{)|(?P<close>\})|(?P<glob>\b__global__\b)"
+)
+
+
+def _namespaces(clean: str) -> dict[int, str]:
+    """Offset of each ``__global__`` keyword -> the namespaces around it (``"a::b"``, or "")."""
+    stack: list[str | None] = []
+    out: dict[int, str] = {}
+    for m in _SCOPE.finditer(clean):
+        if m.group("glob"):
+            out[m.start()] = "::".join(s for s in stack if s)
+        elif m.group("close"):
+            if stack:
+                stack.pop()
+        elif m.group("open"):
+            stack.append(None)
+        else:
+            stack.append(m.group("ns") or "")  # anonymous: no qualifier
+    return out
+
+
 def _find_all(clean: str) -> list[_Found]:
     found = []
+    scopes = _namespaces(clean)
     for m in _GLOBAL.finditer(clean):
         # The function name is the last identifier before the first '(' that is not part of
         # __launch_bounds__(...) or __declspec/__attribute__ style decorations.
@@ -309,13 +362,15 @@ def _find_all(clean: str) -> list[_Found]:
         before = clean[: m.start()]
         template_text = _template_before(before)
         extern_c = _extern_c_before(before)
-        found.append(_Found(name, m.start(), params_text, template_text, extern_c))
+        scope = scopes.get(m.start(), "")
+        qualified = f"{scope}::{name}" if scope else name
+        found.append(_Found(qualified, m.start(), params_text, template_text, extern_c))
     return found
 
 
 def _template_before(before: str) -> str | None:
     """The ``<...>`` text of a ``template`` head that directly precedes a __global__ keyword."""
-    stripped = before.rstrip()
+    stripped = before[-8192:].rstrip()  # a template head is near; the regex below is O(n^2)
     # Allow words such as 'static', 'inline' or 'extern "C"' between the head and __global__.
     tail = re.search(r"((?:\b(?:static|inline|__forceinline__|extern\s*\"\s*\")\s*)*)$", stripped)
     core = stripped[: tail.start()] if tail else stripped
@@ -357,7 +412,7 @@ def _extern_c_before(before: str) -> bool:
 
 def find_global_functions(source: str) -> list[str]:
     """Names of the ``__global__`` functions in ``source``, in order of appearance."""
-    return [f.name for f in _find_all(strip_comments(source))]
+    return [f.name for f in _prepared(source, ())[1]]
 
 
 def _normalise_type(words: list[str]) -> str:
@@ -389,7 +444,12 @@ def _normalise_type(words: list[str]) -> str:
     return text
 
 
-def _parse_param(text: str, index: int, template_types: Mapping[str, np.dtype | None]) -> CudaParam:
+def _parse_param(
+    text: str,
+    index: int,
+    template_types: Mapping[str, Any],
+    decls: Declarations | None = None,
+) -> CudaParam:
     original = " ".join(text.split())
     if "=" in text.split(">")[-1]:
         text = text[: text.rindex("=")]
@@ -411,7 +471,8 @@ def _parse_param(text: str, index: int, template_types: Mapping[str, np.dtype | 
         )
     pointer = stars == 1 or array
     # Tokenise: identifiers (with ::), template brackets kept with their base word.
-    tokens = re.findall(r"[A-Za-z_][\w:]*(?:\s*<[^>]*>)?|\*", text)
+    text = re.sub(r"\btypename\s+", "", text)
+    tokens = re.findall(r"[A-Za-z_][\w:]*(?:\s*<[^>]*>)?(?:\s*::\s*[A-Za-z_]\w*)*|\*", text)
     words = [t for t in tokens if t != "*"]
     const = False
     if pointer:
@@ -424,24 +485,70 @@ def _parse_param(text: str, index: int, template_types: Mapping[str, np.dtype | 
     if not words:
         raise ValueError(f"cannot parse kernel parameter {index}: {original!r}")
     # The last word is the name, unless the parameter is unnamed (only type words remain).
-    if len(words) >= 2 and not (
-        words[-1] in _INT_WORDS or words[-1] in C_TYPES or words[-1] in template_types
-    ):
+    # The last word is the name unless every word is a type word (``unsigned int``) or there
+    # is only one (``float4``, ``MyStruct``: an unnamed parameter).
+    if len(words) >= 2 and not all(w in _INT_WORDS for w in words):
         name = words[-1]
         type_words = words[:-1]
     else:
         name = f"p{index}"
         type_words = words
     ctype = _normalise_type(type_words)
-    if ctype in template_types:
-        dtype = template_types[ctype]
-    elif ctype == "void":
+    if ctype == "void":
         if not pointer:
             raise ValueError(f"kernel parameter {index} ({original}) has type void")
-        dtype = None
+        return CudaParam(name, ctype, pointer, const, None, original, "scalar")
+    concrete = ctype
+    if ctype in template_types:
+        value = template_types[ctype]
+        concrete = value if isinstance(value, str) else (
+            c_type_name(value) if value is not None and np.dtype(value).name in _C_NAMES
+            else ctype)
+        if value is None:
+            r = Resolved(None, kind="unknown", reason=f"template type {ctype} is not resolved")
+        elif isinstance(value, str):
+            r = resolve(_normalise_type(value.split()), decls)
+            if r.dtype is None:
+                try:
+                    r = _resolved_dtype(np.dtype(value))
+                except TypeError:
+                    pass
+        else:
+            r = _resolved_dtype(np.dtype(value))
+    elif "<" in ctype and "::" in ctype:  # vec4<T>::Type: the template's arguments first
+        lt = ctype.index("<")
+        args = [_template_text(a, template_types) for a in ctype[lt + 1 : ctype.index(">")].split(",")]
+        concrete = ctype[:lt] + "<" + ",".join(args) + ctype[ctype.index(">") :]
+        r = resolve(concrete, decls)
     else:
-        dtype = C_TYPES.get(ctype)
-    return CudaParam(name, ctype, pointer, const, dtype, original)
+        r = resolve(ctype, decls)
+    return CudaParam(
+        name, ctype, pointer, const, r.dtype, original, r.kind, r.align, r.base, r.lanes,
+        r.reason, concrete if concrete != ctype else "",
+    )
+
+
+def _template_text(arg: str, template_types: Mapping[str, Any]) -> str:
+    """A template parameter's C type text (``T`` -> ``float``), or ``arg`` itself."""
+    arg = arg.strip()
+    value = template_types.get(arg)
+    if isinstance(value, str):
+        return _normalise_type(value.split())
+    if value is not None:
+        try:
+            return c_type_name(value)
+        except TypeError:
+            return arg
+    return arg
+
+
+def _resolved_dtype(dt: np.dtype) -> Resolved:
+    """A dtype given as a template argument: a vector type's when it is one's."""
+    for dtype, align, base, lanes in VECTOR_TYPES.values():
+        if dt == dtype:
+            return Resolved(dt, align, "vector", base, lanes)
+    kind = "complex" if dt.kind == "c" else ("struct" if dt.fields else "scalar")
+    return Resolved(dt, dt.alignment, kind)
 
 
 def _parse_template_head(text: str) -> tuple[TemplateParam, ...]:
@@ -449,21 +556,48 @@ def _parse_template_head(text: str) -> tuple[TemplateParam, ...]:
     for part in _split_top(text):
         if not part:
             continue
-        body = part.split("=")[0].strip()
+        body, eq, default = part.partition("=")
         words = body.split()
         if not words:
             continue
+        dflt = " ".join(default.split()) if eq else None
         if words[0] in ("typename", "class"):
-            params.append(TemplateParam(words[-1], "type"))
+            params.append(TemplateParam(words[-1], "type", None, dflt))
         else:
-            params.append(TemplateParam(words[-1], "value", _normalise_type(words[:-1])))
+            params.append(TemplateParam(words[-1], "value", _normalise_type(words[:-1]), dflt))
     return tuple(params)
+
+
+@functools.lru_cache(maxsize=32)
+def _prepared(source: str, defines: tuple[tuple[str, str | None], ...]) -> tuple[str, list[_Found]]:
+    """The cleaned active text of ``source`` and its ``__global__`` functions (cached: one
+    source often gives several kernels, and a template is parsed twice)."""
+    clean = strip_comments(active_text(source, defines))
+    return clean, _find_all(clean)
+
+
+def split_template_name(name: str) -> tuple[str, list[str] | None]:
+    """``"ns::hist<1024, 3, float4>"`` -> ``("ns::hist", ["1024", "3", "float4"])``; a name
+    without template arguments gives ``(name, None)``. A leading ``::`` is dropped."""
+    text = " ".join(name.split())
+    if text.startswith("::"):
+        text = text[2:]
+    if not text.endswith(">") or "<" not in text:
+        return text, None
+    lt = text.index("<")
+    if _match_close(text.replace(">>", "> >"), lt, "<", ">") < 0:
+        return text, None
+    base = text[:lt].strip()
+    return base, [a for a in _split_top(text[lt + 1 : -1]) if a]
 
 
 def parse_signature(
     source: str,
     name: str | None = None,
     template_dtypes: Mapping[str, Any] | None = None,
+    *,
+    defines: Sequence[tuple[str, str | None]] = (),
+    headers: Sequence[str] = (),
 ) -> CudaSignature:
     """Parse the ``__global__`` function ``name`` in ``source``.
 
@@ -472,11 +606,18 @@ def parse_signature(
     source : str
         CUDA C++ source text.
     name : str, optional
-        The kernel's name. ``None`` picks the only ``__global__`` function and raises
+        The kernel's name, qualified by its namespaces (``"ns::k"``) or not (``"k"``, when
+        that is unambiguous). ``None`` picks the only ``__global__`` function and raises
         ValueError when there are several.
     template_dtypes : mapping, optional
-        Template type parameters resolved to dtypes (``{"T": numpy.float64}``); a parameter of
-        such a type gets that dtype. Unresolved template types give ``dtype=None``.
+        Template type parameters resolved to dtypes (``{"T": numpy.float64}``) or C types
+        (``{"T": "float4"}``); a parameter of such a type gets that type. Unresolved template
+        types give ``dtype=None``.
+    defines : sequence of (name, value)
+        Command-line macros (``-D``/``-U``): preprocessor branches they rule out are not read
+        (:mod:`cunumpy.kernels._cuda_preprocess`).
+    headers : sequence of str
+        Texts of included headers, searched for ``typedef``/``using`` aliases and structs.
 
     Raises
     ------
@@ -485,8 +626,7 @@ def parse_signature(
     NotImplementedError
         A parameter is a reference or a pointer to a pointer.
     """
-    clean = strip_comments(source)
-    found = _find_all(clean)
+    clean, found = _prepared(source, tuple(defines))
     if not found:
         raise ValueError("the source defines no __global__ function")
     if name is None:
@@ -497,7 +637,13 @@ def parse_signature(
                 "pass name= to pick one"
             )
         name = names[0]
+    name = split_template_name(name)[0]
     matches = [f for f in found if f.name == name]
+    if not matches:
+        qualified = sorted({f.name for f in found if f.name.endswith("::" + name)})
+        if len(qualified) == 1:
+            name = qualified[0]
+            matches = [f for f in found if f.name == name]
     if not matches:
         raise ValueError(
             f"no __global__ function named {name!r} in the source; it defines "
@@ -506,13 +652,17 @@ def parse_signature(
     # A declaration followed by a definition gives two matches; the parameter lists agree.
     f = matches[-1]
     template = _parse_template_head(f.template_text) if f.template_text is not None else ()
-    resolved: dict[str, np.dtype | None] = {t.name: None for t in template if t.kind == "type"}
+    resolved: dict[str, Any] = {t.name: None for t in template if t.kind == "type"}
     for key, value in (template_dtypes or {}).items():
-        resolved[key] = None if value is None else np.dtype(value)
+        resolved[key] = value if value is None or isinstance(value, str) else np.dtype(value)
+    decls = collect_declarations(
+        clean, *(strip_comments(active_text(h, defines)) for h in headers)
+    )
+    macro_types(decls, source, defines)
     extern_c = f.extern_c and _raw_extern_c(source, f.start)
     params_src = f.params_text.strip()
     parts = [] if params_src in ("", "void") else _split_top(params_src)
-    params = tuple(_parse_param(p, i, resolved) for i, p in enumerate(parts))
+    params = tuple(_parse_param(p, i, resolved, decls) for i, p in enumerate(parts))
     seen = set()
     for p in params:
         if p.name in seen:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import numbers
 import operator
 import os
 import re
@@ -25,6 +24,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cunumpy import config
+from cunumpy.kernels._cuda_args import check_array, check_scalar
+from cunumpy.kernels._cuda_args import describe as _describe
 from cunumpy.kernels._cuda_engines import (
     DEFAULT_LIMITS,
     CudaEngine,
@@ -33,16 +34,22 @@ from cunumpy.kernels._cuda_engines import (
     default_cuda_engine,
     get_cuda_engine,
 )
-from cunumpy.kernels._cuda_engines import env_getter as _cuda_engines_env_getter
 from cunumpy.kernels._cuda_engines import env_value as _cuda_engines_env_value
+from cunumpy.kernels._cuda_launcher import MISSING, build_launcher
+from cunumpy.kernels._cuda_outputs import declared_outputs
+from cunumpy.kernels._cuda_preprocess import defines_from_options
 from cunumpy.kernels._cuda_signature import (
     CudaParam,
     CudaSignature,
     format_template_args,
     parse_signature,
+    split_template_name,
 )
 
 __all__ = ["CudaKernel", "LaunchConfig"]
+
+_NVRTC_INCLUDE = Path(__file__).resolve().parent / "nvrtc_include"
+"""Empty stand-ins for <cuda.h>, <cuda_runtime.h> and the like, searched by NVRTC."""
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
 
@@ -55,33 +62,6 @@ class LaunchConfig(NamedTuple):
     block: tuple[int, int, int]
     shared_mem: int
 
-
-_MISSING = object()
-"""Default of every generated launcher parameter: marks an argument that was not given."""
-
-
-class _NoArrayType:
-    """Stands for 'no array class is accepted on the fast path' (CuPy absent, say)."""
-
-
-def _describe(value: Any) -> str:
-    """``float32[1024]`` for an array, ``int 3`` for a scalar."""
-    dtype = getattr(value, "dtype", None)
-    shape = getattr(value, "shape", None)
-    if dtype is not None and shape is not None and not isinstance(value, np.generic):
-        try:
-            return f"{np.dtype(dtype).name}{list(shape)}"
-        except TypeError:
-            pass
-    text = repr(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{type(value).__name__} {text}"
-
-
-def _array_library(value: Any) -> str:
-    module = type(value).__module__.split(".")[0]
-    return {"numpy": "NumPy", "cupy": "CuPy", "torch": "PyTorch", "jax": "JAX"}.get(module, module)
 
 
 def _dims(value: Any, what: str, tag: str, allow_zero: bool) -> tuple[int, ...]:
@@ -121,29 +101,6 @@ def default_block(ndim: int, block_size: int) -> tuple[int, int, int]:
 
 
 
-def _dim3(value: Any) -> tuple[int, int, int] | None:
-    """``value`` as an (x, y, z) tuple of ints when it is an int or a 1-3 tuple of ints, else None.
-
-    The launcher's fast path for explicit ``grid=``/``block=`` uses it; anything it cannot read
-    goes to the general path, which explains what is wrong.
-    """
-    if value.__class__ is int:
-        return (value, 1, 1)
-    if value.__class__ is not tuple:
-        return None
-    n = len(value)
-    if n == 3:
-        x, y, z = value
-    elif n == 1:
-        x, y, z = value[0], 1, 1
-    elif n == 2:
-        (x, y), z = value, 1
-    else:
-        return None
-    if x.__class__ is int and y.__class__ is int and z.__class__ is int:
-        return (x, y, z)
-    return None
-
 class CudaKernel:
     """A CUDA C++ kernel, compiled on first use and called like a function.
 
@@ -152,12 +109,16 @@ class CudaKernel:
     source : str
         CUDA C++ source containing the ``__global__`` function (and anything it needs).
     name : str or None
-        The kernel's name. ``None`` picks the only ``__global__`` function in ``source``.
+        The kernel's name. ``None`` picks the only ``__global__`` function in ``source``. A
+        kernel in a namespace is named with it (``"ns::k"``; plain ``"k"`` works when only one
+        kernel has that name). Template arguments may be written in the name
+        (``"scale<double, 3>"``) instead of in ``template_args``.
     block_size : int, default 128
         Threads per block for launches given as ``n_threads=`` (or inferred). Split over the
         dimensions by :func:`default_block`.
     options : sequence of str, default ()
-        Compiler options (NVRTC's, such as ``"--use_fast_math"``, ``"-DN=4"``).
+        Compiler options (NVRTC's, such as ``"--use_fast_math"``, ``"-DN=4"``). ``-D``/``-U``
+        also decide which ``#if`` branches the signature parser and the feature scans read.
     include_dirs : sequence of path, default ()
         Directories searched for ``#include`` files (passed as ``-I``). The contents of every
         header found there (or beside a file given to :meth:`from_file`) are part of the
@@ -169,7 +130,8 @@ class CudaKernel:
     check_signature : bool, default True
         Check every call's arguments against the parsed signature. ``False`` passes arguments
         through unchecked (scalars must then be NumPy scalars of the right type); use it only for
-        signatures the parser cannot read (macros, vector or struct types).
+        what the parser cannot read (parameter lists built by macros, unions, structs with
+        bit-fields or base classes, template types with no dtype).
     engine : str or CudaEngine, optional
         What runs the launches: ``"cupy"``, ``"emulator"`` or an engine object. Default: the
         engine named by ``CUNUMPY_CUDA_ENGINE`` at each call (``cupy`` when unset).
@@ -177,6 +139,11 @@ class CudaKernel:
         Synchronise after every launch and re-raise errors from the kernel's execution as
         :class:`~cunumpy.kernels.CudaLaunchError` naming the kernel, grid and block. Default:
         ``CUNUMPY_CUDA_DEBUG=1`` at construction. The attribute can be changed later.
+    outputs : sequence of str, optional
+        Non-const pointer parameters the kernel only writes. The CPU emulator poisons them
+        before each launch and raises :class:`~cunumpy.emulation.UnwrittenOutputError` for the
+        elements left unwritten; :func:`~cunumpy.testing.assert_kernels_agree` poisons them
+        before running the CUDA port. Without it, no pointer is treated as write-only.
 
     Notes
     -----
@@ -188,8 +155,12 @@ class CudaKernel:
       ``__cuda_array_interface__``) for ``cupy``, a NumPy array for the emulator. Arrays are
       never copied or converted: a NumPy array passed to the ``cupy`` engine raises TypeError
       saying how to move it once (:func:`cunumpy.to_cupy`). ``void*`` takes any dtype.
+      ``None`` passes a null pointer.
     - A scalar parameter takes a Python or NumPy number, range-checked and converted to the C
       type: out of range raises OverflowError, a float for an integer parameter TypeError.
+    - Vector (``float4``, ``int2``...), complex (``cuDoubleComplex``, ``thrust::complex``),
+      half (``__half``), typedef'd and struct types are checked too: see
+      :mod:`cunumpy.kernels._cuda_args` and :func:`~cunumpy.kernels.cuda_dtype`.
 
     **Geometry.** ``n_threads`` (an int or a tuple of 1-3 ints) asks for at least that many
     threads per dimension: ``grid = ceil(n_threads / block)``; ``block`` defaults to
@@ -234,6 +205,7 @@ class CudaKernel:
         check_signature: bool = True,
         engine: str | CudaEngine | None = None,
         debug: bool | None = None,
+        outputs: Sequence[str] | None = None,
         _source_path: str | None = None,
     ) -> None:
         if not isinstance(source, str):
@@ -262,9 +234,22 @@ class CudaKernel:
         self.debug = config.env_flag("CUNUMPY_CUDA_DEBUG") if debug is None else bool(debug)
         self._engine = None if engine is None else get_cuda_engine(engine)
 
+        given_name, in_name = name, None
+        if name is not None:
+            base, in_name = split_template_name(str(name))
+            if in_name is not None:
+                if template_args is not None:
+                    raise TypeError(
+                        f"{tag} gives template arguments twice: in name= ({name!r}) and in "
+                        "template_args=; give them in one place"
+                    )
+                template_args = tuple(in_name)
+            name = base
+        defines = defines_from_options(self.options)
+        self._signature_inputs = (source, defines)
         # Parse once without template dtypes to learn the template head, then with them.
         try:
-            signature = parse_signature(source, name)
+            signature = parse_signature(source, name, defines=defines, headers=self._header_texts())
         except (ValueError, NotImplementedError) as exc:
             if check_signature:
                 raise type(exc)(f"{tag} {exc}") from exc
@@ -278,18 +263,39 @@ class CudaKernel:
         self._name_expression: str | None = None
         self.template_args = template_args
         if signature is not None and signature.is_template:
+            names = {t.name for t in signature.template}
+            if template_args is None and all(
+                t.default and not names & set(re.findall(r"[A-Za-z_]\w*", t.default))
+                for t in signature.template
+            ):  # every parameter has a default that names no other: that instantiation
+                template_args = tuple(t.default for t in signature.template)
             if template_args is None:
                 raise TypeError(
                     f"{tag} is a template ({signature}); give template_args= with one "
                     f"instantiation, e.g. template_args=({', '.join(t.name for t in signature.template)})"
+                    f", or write it in the name: {self.name}<...>"
                 )
             expr, dtypes = format_template_args(self.name, signature.template, template_args)
             self._name_expression = expr
-            signature = parse_signature(source, self.name, dtypes)
+            # Type arguments cunumpy has no dtype for (float4, a struct) go as C type text.
+            values = (list(template_args) if not isinstance(template_args, Mapping)
+                      else [template_args[t.name] for t in signature.template])
+            typed: dict[str, Any] = dict(dtypes)
+            for t, v in zip(signature.template, values, strict=False):
+                if t.kind == "type" and typed.get(t.name) is None and isinstance(v, str):
+                    typed[t.name] = v
+            signature = parse_signature(
+                source, self.name, typed, defines=defines, headers=self._header_texts()
+            )
         elif template_args is not None:
             if signature is None:
                 expr, _ = format_template_args(self.name, (), template_args)
                 self._name_expression = expr
+            elif in_name is not None:
+                raise ValueError(
+                    f"{tag} name {given_name!r} has template arguments, but the kernel is not a "
+                    "template; name it without them"
+                )
             else:
                 raise ValueError(f"{tag} is not a template; template_args must be None")
         elif signature is not None and not signature.extern_c:
@@ -298,11 +304,15 @@ class CudaKernel:
         if self.check_signature and signature is not None:
             for p in signature.params:
                 if p.dtype is None and not (p.pointer and p.ctype == "void"):
+                    why = f": {p.reason}" if p.reason else ""
                     raise NotImplementedError(
                         f"{tag} parameter {p.name!r} ({p.text}) has type {p.ctype!r}, which "
-                        "cunumpy cannot check; pass check_signature=False to send arguments "
-                        "unchecked (NumPy scalars of the right type, arrays of the right layout)"
+                        f"cunumpy cannot check{why}. Pass check_signature=False to send "
+                        "arguments unchecked (NumPy scalars of the right type, arrays of the "
+                        "right layout)"
                     )
+        self.outputs: tuple[str, ...]
+        self.outputs, self._write_only = declared_outputs(tag, signature, outputs)
         self._params: tuple[CudaParam, ...] = signature.params if signature is not None else ()
         self._nparams = len(self._params) if signature is not None else -1
         self._first_array = next((i for i, p in enumerate(self._params) if p.pointer), None)
@@ -359,6 +369,16 @@ class CudaKernel:
         return f"<CudaKernel {sig}>"
 
     # -- headers and compilation inputs --------------------------------------------------------
+    def _header_texts(self) -> list[str]:
+        """Texts of the included headers found on disk (for typedefs and structs)."""
+        texts = []
+        for path in self.headers():
+            try:
+                texts.append(path.read_text(errors="replace"))
+            except OSError:
+                continue
+        return texts
+
     def headers(self) -> list[Path]:
         """The included files found on disk (recursively), in the order first met.
 
@@ -410,7 +430,11 @@ class CudaKernel:
             code = self._source
             if digest:
                 code = f"{code}\n// cunumpy: included headers sha256 {digest}\n"
-            options = self.options + tuple(f"-I{d}" for d in self.include_dirs)
+            # The stand-ins for host-API headers (cuda.h, cuda_runtime.h) come after the
+            # user's folders and before the toolkit's, which CuPy appends.
+            options = self.options + tuple(f"-I{d}" for d in self.include_dirs) + (
+                f"-I{_NVRTC_INCLUDE}",
+            )
             self._compile_cache = (code, options, self._name_expression)
         return self._compile_cache
 
@@ -459,141 +483,10 @@ class CudaKernel:
 
     # -- argument checks (slow path: also the error messages) ---------------------------------
     def _check_array(self, engine: CudaEngine, index: int, value: Any) -> Any:
-        p = self._params[index]
-        tag = self._tag(engine)
-        label = f"argument {p.name!r} ({_describe(value)})"
-        cls = type(value)
-        is_device = hasattr(cls, "__cuda_array_interface__") or hasattr(
-            value, "__cuda_array_interface__"
-        )
-        is_host = not is_device and (
-            hasattr(cls, "__array_interface__") or hasattr(value, "__array_interface__")
-        )
-        if engine.array_space == "device":
-            if is_host:
-                raise TypeError(
-                    f"{tag} {label} is a {_array_library(value)} (host) array, but parameter "
-                    f"'{p.text}' needs a device array. CudaKernel never copies arrays "
-                    f"implicitly: move it once with cunumpy.to_cupy({p.name}) (or "
-                    "cupy.asarray) and keep using the device copy"
-                )
-            if not is_device:
-                raise TypeError(
-                    f"{tag} {label}: parameter '{p.text}' needs a device array "
-                    f"(CuPy) of {self._dtype_text(p)}, got {type(value).__name__}"
-                )
-            interface = value.__cuda_array_interface__
-        else:
-            if is_device:
-                raise TypeError(
-                    f"{tag} {label} is a {_array_library(value)} device array, but the "
-                    f"{engine.name} engine runs on the CPU and takes NumPy arrays. CudaKernel "
-                    f"never copies arrays implicitly: copy it once with "
-                    f"cunumpy.to_numpy({p.name})"
-                )
-            if not is_host:
-                raise TypeError(
-                    f"{tag} {label}: parameter '{p.text}' needs a NumPy array of "
-                    f"{self._dtype_text(p)}, got {type(value).__name__}"
-                )
-            interface = value.__array_interface__
-        dtype = np.dtype(value.dtype)
-        if p.dtype is not None and dtype != p.dtype:
-            got = (
-                dtype.name
-                if dtype.isnative
-                else f"{dtype.name} ({dtype.str}, non-native byte order)"
-            )
-            raise TypeError(
-                f"{tag} {label} has dtype {got}, but parameter '{p.text}' needs "
-                f"{p.dtype.name}. Arrays are never converted implicitly: convert once with "
-                f"{p.name}.astype({p.dtype.name}) and pass the result"
-            )
-        shape = tuple(interface["shape"])
-        strides = interface.get("strides")
-        if strides is not None:
-            expected, step = [], dtype.itemsize
-            for extent in reversed(shape):
-                expected.append(step)
-                step *= extent
-            expected.reverse()
-            contiguous = (
-                all(s == e for s, e, n in zip(strides, expected, shape, strict=True) if n > 1)
-                or math.prod(shape) == 0
-            )
-            if not contiguous:
-                raise ValueError(
-                    f"{tag} {label} is not C-contiguous (strides {tuple(strides)}), but "
-                    f"parameter '{p.text}' is a flat pointer. Make a contiguous copy once "
-                    f"(ascontiguousarray) and pass that; writes land in the copy"
-                )
-        readonly = interface["data"][1]
-        if readonly and not p.const:
-            raise ValueError(
-                f"{tag} {label} is read-only, but parameter '{p.text}' is not const (the "
-                "kernel may write it); pass a writeable array or declare the parameter const"
-            )
-        ptr = interface["data"][0]
-        if not ptr and math.prod(shape) > 0:
-            raise ValueError(f"{tag} {label} has a null data pointer")
-        return engine.adopt_array(value)
-
-    @staticmethod
-    def _dtype_text(p: CudaParam) -> str:
-        return p.dtype.name if p.dtype is not None else "any dtype"
+        return check_array(self, engine, index, value)
 
     def _check_scalar(self, engine: CudaEngine, index: int, value: Any) -> Any:
-        p = self._params[index]
-        tag = self._tag(engine)
-        dt = p.dtype
-        assert dt is not None
-        label = f"argument {p.name!r} ({_describe(value)})"
-        if hasattr(value, "shape") and not isinstance(value, np.generic):
-            raise TypeError(
-                f"{tag} {label} is an array, but parameter '{p.text}' is a scalar; pass a "
-                "Python number or a NumPy scalar"
-            )
-        kind = dt.kind
-        if kind == "b":
-            if isinstance(value, (bool, np.bool_)):
-                return dt.type(value)
-            raise TypeError(f"{tag} {label}: parameter '{p.text}' takes a bool")
-        if kind in "iu":
-            if isinstance(value, (bool, np.bool_)) or isinstance(value, numbers.Integral):
-                v = int(value)
-                info = np.iinfo(dt)
-                if not info.min <= v <= info.max:
-                    raise OverflowError(
-                        f"{tag} argument {p.name!r} = {v} does not fit parameter '{p.text}' "
-                        f"({dt.name}, {info.min}..{info.max})"
-                    )
-                return dt.type(v)
-            raise TypeError(
-                f"{tag} {label}: parameter '{p.text}' takes an integer ({dt.name}); "
-                "CudaKernel does not truncate floats, convert explicitly with int()"
-            )
-        if kind == "f":
-            if isinstance(value, numbers.Real):
-                try:
-                    v = float(value)
-                except OverflowError as exc:
-                    raise OverflowError(
-                        f"{tag} argument {p.name!r} = {value} does not fit parameter "
-                        f"'{p.text}' ({dt.name})"
-                    ) from exc
-                big = float(np.finfo(dt).max)
-                if math.isfinite(v) and abs(v) > big:
-                    raise OverflowError(
-                        f"{tag} argument {p.name!r} = {v!r} does not fit parameter '{p.text}' "
-                        f"({dt.name}, largest finite {big:.7g})"
-                    )
-                return dt.type(v)
-            raise TypeError(f"{tag} {label}: parameter '{p.text}' takes a real number ({dt.name})")
-        if kind == "c":
-            if isinstance(value, numbers.Complex):
-                return dt.type(complex(value))
-            raise TypeError(f"{tag} {label}: parameter '{p.text}' takes a number ({dt.name})")
-        raise TypeError(f"{tag} {label}: cannot pass a value for parameter '{p.text}'")
+        return check_scalar(self, engine, index, value)
 
     def check_args(self, *args: Any, engine: str | CudaEngine | None = None) -> tuple:
         """Check ``args`` as a launch would and return what the engine would receive.
@@ -751,7 +644,7 @@ class CudaKernel:
         launcher = self._launchers.get(engine)
         if launcher is None:
             self._prepared[engine] = engine.prepare(self)
-            launcher = self._build_launcher(engine)
+            launcher = build_launcher(self, engine)
             self._launchers[engine] = launcher
         return launcher
 
@@ -762,7 +655,7 @@ class CudaKernel:
         return self._sources[eng]
 
     def _wrong_arity(self, engine: CudaEngine, given: tuple) -> None:
-        count = sum(1 for a in given if a is not _MISSING)
+        count = sum(1 for a in given if a is not MISSING)
         names = ", ".join(p.name for p in self._params)
         raise TypeError(
             f"{self._tag(engine)} takes {self._nparams} arguments ({names}); got {count}"
@@ -825,6 +718,8 @@ class CudaKernel:
                     "which arguments are outputs); it is off with check_signature=False"
                 )
             for i in self._outputs:
+                if args[i] is None:
+                    continue
                 count, first = engine.nonfinite(args[i])
                 if count:
                     p = self._params[i]
@@ -833,150 +728,3 @@ class CudaKernel:
                         f"{count} non-finite value(s) (NaN or inf) after the launch, first at "
                         f"flat index {first}; grid {cfg.grid}, block {cfg.block}"
                     )
-
-    def _build_launcher(self, engine: CudaEngine) -> Any:
-        """Generate the per-call function for ``engine`` (see the module docstring)."""
-        follow_env = self._engine is None
-        cell = [_cuda_engines_env_value()]
-        self._env_cells[engine] = cell
-        ns: dict[str, Any] = {
-            "_k": self,
-            "_eng": engine,
-            "_go": self._prepared[engine],
-            "_slow": self._slow,
-            "_dim3": _dim3,
-            "_M": _MISSING,
-            "_errs": engine.launch_errors(),
-            "_envget": _cuda_engines_env_getter(),
-            "_cell": cell,
-        }
-        kw = "n_threads=None, grid=None, block=None, shared_mem=0, stream=None, check_finite=False"
-        kwd = (
-            "dict(n_threads=n_threads, grid=grid, block=block, shared_mem=shared_mem, "
-            "stream=stream, check_finite=check_finite)"
-        )
-        if not self.check_signature or self.signature is None:
-            lines = [f"def launch(*args, {kw}):"]
-            if follow_env:
-                lines.append(
-                    f"    if _envget() != _cell[0]:\n        return _k._redispatch(args, {kwd})"
-                )
-            if self._nparams >= 0:
-                lines.append(
-                    f"    if len(args) != {self._nparams}:\n        _k._wrong_arity(_eng, args)"
-                )
-            lines.append(
-                "    _slow(_eng, args, n_threads, grid, block, shared_mem, stream, check_finite)"
-            )
-            text = "\n".join(lines) + "\n"
-            self._sources[engine] = text
-            exec(compile(text, f"<CudaKernel {self.name} launcher>", "exec"), ns)
-            return ns["launch"]
-        types = engine.array_types()
-        ns["_AT"] = types[0] if types else _NoArrayType
-        contiguous = engine.contiguity_attribute()
-        ns["_array"] = lambda i, v: self._check_array(engine, i, v)
-        ns["_scalar"] = lambda i, v: self._check_scalar(engine, i, v)
-        names = [f"v{i}" for i in range(len(self._params))]
-        tup = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
-        lines = []
-        if names:
-            lines.append(
-                f"    if {names[-1]} is _M or extra:\n        _k._wrong_arity(_eng, {tup} + extra)"
-            )
-        else:
-            lines.append("    if extra:\n        _k._wrong_arity(_eng, extra)")
-        if follow_env:
-            lines.append(
-                f"    if _envget() != _cell[0]:\n        return _k._redispatch({tup} + extra, {kwd})"
-            )
-        for i, p in enumerate(self._params):
-            v = names[i]
-            if p.pointer:
-                if p.dtype is None:  # void*: any dtype
-                    lines.append(
-                        f"    if {v}.__class__ is not _AT or not {v}.{contiguous}:\n"
-                        f"        {v} = _array({i}, {v})"
-                    )
-                else:
-                    ns[f"_d{i}"] = p.dtype
-                    lines.append(
-                        f"    if {v}.__class__ is not _AT or {v}.dtype is not _d{i} "
-                        f"or not {v}.{contiguous}:\n"
-                        f"        {v} = _array({i}, {v})"
-                    )
-                if engine.array_space == "host" and not p.const:
-                    lines.append(
-                        f"    elif not {v}.flags.writeable:\n        {v} = _array({i}, {v})"
-                    )
-                continue
-            dt = p.dtype
-            assert dt is not None
-            ns[f"_c{i}"] = engine.scalar_converter(dt)
-            if dt.kind in "iu":
-                info = np.iinfo(dt)
-                cond = f"{v}.__class__ is int and {info.min} <= {v} <= {info.max}"
-            elif dt.kind == "f":
-                big = float(np.finfo(dt).max)
-                cond = f"{v}.__class__ is float and {-big!r} <= {v} <= {big!r}"
-            elif dt.kind == "b":
-                cond = f"{v}.__class__ is bool"
-            else:
-                cond = "False"
-            # A NumPy scalar of exactly the parameter's type (``np.float32(2)`` for a float, as
-            # CuPy users write them) needs neither a range check nor a conversion.
-            ns[f"_t{i}"] = dt.type
-            lines.append(
-                f"    if {cond}:\n        {v} = _c{i}({v})\n"
-                f"    elif {v}.__class__ is _t{i}:\n        {v} = _c{i}({v})\n    else:\n"
-                f"        {v} = _scalar({i}, {v})"
-            )
-        bs = self.block_size
-        max_n = DEFAULT_LIMITS.max_grid[0] * bs
-        try:  # the engine's own limits bound the explicit-geometry fast path
-            limits = engine.limits()
-        except (ImportError, RuntimeError):  # engine unusable: the launch itself will say why
-            limits = DEFAULT_LIMITS
-        gx, gy, gz = limits.max_grid
-        bx, by, bz = limits.max_block
-        bt = limits.max_threads_per_block
-        if self._first_array is not None:
-            size = f"v{self._first_array}.size if n_threads is None else n_threads"
-        else:
-            size = "n_threads"
-        params = ", ".join(f"{n}=_M" for n in names)
-        head = f"def launch({params}, *extra, {kw}):" if names else f"def launch(*extra, {kw}):"
-        body = "\n".join(lines)
-        text = (
-            f"{head}\n"
-            f"{body}\n"
-            "    if grid is None and block is None and shared_mem == 0 and not check_finite "
-            "and not _k.debug:\n"
-            f"        n = {size}\n"
-            f"        if n.__class__ is int and 0 < n <= {max_n}:\n"
-            "            try:\n"
-            f"                _go(((n + {bs - 1}) // {bs}, 1, 1), ({bs}, 1, 1), {tup}, 0, stream)\n"
-            "            except _errs as exc:\n"
-            f"                _k._launch_failed(_eng, exc, ((n + {bs - 1}) // {bs}, 1, 1), "
-            f"({bs}, 1, 1), 0)\n"
-            "            return\n"
-            # Explicit (x, y, z) grid and block of positive ints within every CUDA device's
-            # limits: launch as given; anything else gets the full checks of the general path.
-            "    elif n_threads is None and grid is not None and block is not None "
-            "and shared_mem == 0 and not check_finite and not _k.debug:\n"
-            "        g = _dim3(grid)\n"
-            "        b = _dim3(block)\n"
-            "        if (g is not None and b is not None\n"
-            f"                and 0 < g[0] <= {gx} and 0 < g[1] <= {gy} and 0 < g[2] <= {gz}\n"
-            f"                and 0 < b[0] <= {bx} and 0 < b[1] <= {by} and 0 < b[2] <= {bz}\n"
-            f"                and b[0] * b[1] * b[2] <= {bt}):\n"
-            "            try:\n"
-            f"                _go(g, b, {tup}, 0, stream)\n"
-            "            except _errs as exc:\n"
-            "                _k._launch_failed(_eng, exc, g, b, 0)\n"
-            "            return\n"
-            f"    _slow(_eng, {tup}, n_threads, grid, block, shared_mem, stream, check_finite)\n"
-        )
-        self._sources[engine] = text
-        exec(compile(text, f"<CudaKernel {self.name} launcher>", "exec"), ns)
-        return ns["launch"]

@@ -859,7 +859,7 @@ class Kernel:
             "_cuda": self._cuda,
             "_metal": self._metal,
         }
-        exec(compile(text, f"<Kernel {self._name} call>", "exec"), namespace)
+        exec(profiling._compile_generated(text, f"Kernel {self._name} call"), namespace)
         self._source = text
         return namespace["__call__"]
 

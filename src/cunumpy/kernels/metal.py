@@ -379,10 +379,10 @@ class MetalKernel:
             or not isinstance(dims, Sequence)
             or not 1 <= len(dims) <= 3
             or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
-                       and 0 < d < 2**32 for d in dims)
+                       and 0 <= d < 2**32 for d in dims)
         ):
             raise ValueError(
-                f"MetalKernel {self.name!r}: n_threads must be 1 to 3 ints between 1 and 2**32-1 "
+                f"MetalKernel {self.name!r}: n_threads must be 1 to 3 ints between 0 and 2**32-1 "
                 f"(the total number of threads per dimension), got {n_threads!r}"
             )
         return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
@@ -526,7 +526,9 @@ class MetalKernel:
             they are filled in place (any layout).
         n_threads : int or tuple of 1-3 ints, optional
             Total number of threads per dimension (not threadgroups). Default: the first axis
-            of the first output.
+            of the first output. A zero-size launch (an extent of 0, or no ``n_threads`` and an
+            empty first output) checks the arguments, then runs and copies nothing: ``out`` is
+            returned unchanged, fresh outputs (``output_shapes=``) hold ``init_value`` or 0.
         template : dict or list of (name, value), optional
             Compile-time constants: int, bool or a type (NumPy or MLX dtype, or an MSL type
             name such as ``"float"`` or ``"half"``). Each distinct set compiles another variant.
@@ -573,8 +575,8 @@ class MetalKernel:
             init_value = self.init_value
         if verbose:
             print(f"Generated source code for `{self.name}`:\n```\n{sig.text()}\n```", flush=True)
-        if outs is not None and any(_size(s) == 0 for s in shapes[:1]) and n_threads is None:
-            return outs[0] if len(outs) == 1 else tuple(outs)  # nothing to launch
+        if 0 in grid or (n_threads is None and _size(shapes[0]) == 0):
+            return _no_launch(eng, outs, shapes, out_dtypes, init_value)
         eng.check_available()
         if eng.name == "emu-metal":
             warn_auto_fallback(requested)
@@ -643,6 +645,16 @@ class MetalKernel:
         *_, sig = self._prepare(inputs, out, n_threads, template, output_shapes, output_dtypes,
                                 probe)
         return sig.text()
+
+
+def _no_launch(eng: MetalEngine, outs: list[np.ndarray] | None, shapes: list[tuple[int, ...]],
+               dtypes: list[np.dtype], init_value: Any) -> Any:
+    """The result of a zero-size launch (arguments already checked): nothing runs."""
+    if outs is None:  # fresh device outputs: allocated on the engine, as a launch would
+        eng.check_available()
+        fill = 0 if init_value is None else init_value
+        outs = [eng.to_device(np.full(s, fill, dtype=d), d, True) for s, d in zip(shapes, dtypes)]
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _template_pairs(template: Any) -> list[tuple[Any, Any]] | None:

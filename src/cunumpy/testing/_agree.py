@@ -1,6 +1,8 @@
 """``assert_kernels_agree``: run a :class:`~cunumpy.kernels.Kernel`'s ports against its host kernel.
 
-pytest is imported only when a port has to be skipped (through :mod:`cunumpy.testing._markers`).
+pytest is imported only when a port has to be skipped inside a running pytest test (through
+:mod:`cunumpy.testing._markers`); outside pytest a port that cannot run raises
+:class:`~cunumpy.testing.PortsNotRunError` (or warns, when another port was checked).
 """
 
 from __future__ import annotations
@@ -165,6 +167,21 @@ def _metal_poison(kernel: Any, args: Sequence[Any]) -> Any:
     return None
 
 
+def _cuda_declared(kernel: Any, names: Sequence[str], args: Sequence[Any]) -> list[tuple[str, int]]:
+    """Host parameters the CUDA port declares write-only (``CudaKernel(outputs=...)``), by
+    position, that can be poisoned."""
+    cuda = kernel.cuda
+    declared = set(getattr(cuda, "outputs", ()) or ())
+    params = getattr(cuda, "params", ()) or ()
+    out = []
+    for i, p in enumerate(params):
+        if p.name in declared and i < len(names) and _is_array(args[i]) and (
+            _poison(np.dtype(args[i].dtype)) is not None
+        ):
+            out.append((names[i], i))
+    return out
+
+
 def _computes_in_float32(kernel: Any, port: str, args: Sequence[Any]) -> bool:
     """True when ``port`` computes float64 arguments in float32 (Metal ``float64="cast"``)."""
     if port != "metal" or getattr(kernel.metal, "float64", "error") != "cast":
@@ -284,6 +301,9 @@ def assert_kernels_agree(
         A port's output differs from the host's: the message names the kernel, the port and its
         engine, the output, and the worst element (index, both values, absolute and relative
         error), and says when that element still holds the poison value.
+    PortsNotRunError
+        Outside pytest only: no requested port could run here, or a port required with
+        ``CUNUMPY_REQUIRE_CUDA`` / ``CUNUMPY_REQUIRE_METAL`` could not (see Notes).
 
     Notes
     -----
@@ -291,10 +311,17 @@ def assert_kernels_agree(
     non-const pointers); with no declaration, every array argument. Before each run, the outputs
     the host kernel only writes (found by running the host once with them poisoned: its results
     must not change) are filled with NaN (floats) or the most negative / largest integer, so an
-    element a port forgets to write fails. A port that cannot run here (no GPU and no emulator
-    selected through ``CUNUMPY_CUDA_ENGINE`` / ``CUNUMPY_METAL_ENGINE=emulator``) is skipped
-    with the reason, after the other ports are checked; ``CUNUMPY_REQUIRE_CUDA=1`` /
-    ``CUNUMPY_REQUIRE_METAL=1`` make that skip a failure.
+    element a port forgets to write fails; so are, before the CUDA port runs, the parameters its
+    ``CudaKernel(..., outputs=[...])`` declares write-only (on the CPU emulator, the port itself
+    then raises :class:`~cunumpy.emulation.UnwrittenOutputError` naming the elements). A port
+    that cannot run here (no GPU and no emulator selected through ``CUNUMPY_CUDA_ENGINE`` /
+    ``CUNUMPY_METAL_ENGINE=emulator``) is dealt with after the other ports are checked. Inside a
+    pytest test, the test is skipped with the reason; ``CUNUMPY_REQUIRE_CUDA=1`` /
+    ``CUNUMPY_REQUIRE_METAL=1`` make that skip a failure. Outside pytest (a script, a notebook),
+    :class:`~cunumpy.testing.PortsNotRunError` names each port that could not run and why, when
+    no port ran or a required one did not; when other ports were checked, a
+    :class:`~cunumpy.testing.PortsNotRunWarning` says which were not, and the result lists the
+    ones that ran.
 
     Examples
     --------
@@ -405,7 +432,8 @@ def assert_kernels_agree(
                             f"{n!r}; draw the values with NumPy's generator and convert them "
                             "with cunumpy.to_cupy"
                         )
-            for _, i in write_only:
+            declared = _cuda_declared(kernel, names, args) if port == "cuda" else []
+            for _, i in write_only + [d for d in declared if d not in write_only]:
                 args[i][...] = _poison(np.dtype(args[i].dtype))
             init = _metal_poison(kernel, args) if port == "metal" else None
             try:
@@ -421,7 +449,7 @@ def assert_kernels_agree(
                     kernel.metal.init_value = None
             results = {n: _to_numpy(args[i]) for n, i in zip(outputs, out_index)}
         cast = _computes_in_float32(kernel, port, args)
-        poisoned = {n for n, _ in write_only}
+        poisoned = {n for n, _ in write_only} | {n for n, _ in declared}
         if port == "metal" and init is not None:
             poisoned |= {host for role, host in kernel.metal_mapping.values() if role == "output"}
         for n in outputs:
@@ -443,7 +471,7 @@ def assert_kernels_agree(
     if failures:
         raise AssertionError("\n".join(failures))
     if not_run:
-        from cunumpy.testing._markers import skip_or_fail
+        from cunumpy.testing._markers import ports_not_run
 
         done = ", ".join(f"{p} ({e}) agrees" for p, e in checked.items())
         reasons = "; ".join(f"{p} port cannot run here: {why}" for p, why in not_run)
@@ -453,5 +481,6 @@ def assert_kernels_agree(
             "CUNUMPY_REQUIRE_CUDA" if p == "cuda" else "CUNUMPY_REQUIRE_METAL" for p in required
         )
         message = f"{tag} {reasons}" + (f" (checked: {done})" if done else "")
-        skip_or_fail(message, bool(required), variable or "CUNUMPY_REQUIRE_*")
+        ports_not_run(message, bool(required), variable or "CUNUMPY_REQUIRE_*", dict(not_run),
+                      checked)
     return checked

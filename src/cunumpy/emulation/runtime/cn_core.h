@@ -276,6 +276,11 @@ struct tarr {
   }
   operator T*() { return a; }
   operator const T*() const { return a; }
+  // C-style casts to other pointer types (`(unsigned int*)bytes`): the result is unchecked.
+  template <class U>
+  explicit operator U*() { return (U*)(a); }
+  template <class U>
+  explicit operator U*() const { return (U*)(a); }
 };
 
 template <class A> struct is_tarr_1d : std::false_type {};
@@ -358,6 +363,7 @@ struct Fiber {
   const char* file = nullptr;
   Resolver resolve = nullptr;
   int64_t arg = 0;           // lane exchange argument (source lane, delta, mask)
+  uint32_t members = 0;      // lanes the exchange names as taking part (0: not known)
   uint32_t lane = 0;
   uint32_t subgroup = 0;     // SIMD group index
   alignas(16) unsigned char in[kSlotBytes];
@@ -580,7 +586,8 @@ __attribute__((noinline)) inline void barrier(int line, const char* file) {
 // Lane exchange: deposits `in` and waits until every active lane of the SIMD group reached the
 // same exchange (same line); `resolve` then computes every lane's `out`.
 template <class R, class T>
-inline R lane_exchange(const T& value, int64_t arg, Resolver resolve, int line, const char* file) {
+inline R lane_exchange(const T& value, int64_t arg, Resolver resolve, int line, const char* file,
+                       uint32_t members = 0) {
   static_assert(sizeof(T) <= kSlotBytes && sizeof(R) <= kSlotBytes, "lane value too large");
   Fiber* f = g.fiber;
   if (!f) {
@@ -602,6 +609,7 @@ inline R lane_exchange(const T& value, int64_t arg, Resolver resolve, int line, 
   }
   std::memcpy(f->in, &value, sizeof(T));
   f->arg = arg;
+  f->members = members;
   f->resolve = resolve;
   f->line = line;
   f->file = file;
@@ -671,12 +679,37 @@ inline bool resolve_lanes(uint32_t s, bool full) {
     if (f->state == F_LANES) { first = f; break; }
   }
   if (!first) return false;
+  auto same_site = [](const Fiber* a, const Fiber* b) {
+    return a->state == F_LANES && a->line == b->line && a->resolve == b->resolve &&
+           std::strcmp(a->file, b->file) == 0;
+  };
+  if (!full) {
+    // Diverged lanes wait at several exchanges: resolve first one whose callers' member masks
+    // name no lane that waits elsewhere (the other branch then runs on to its own exchange).
+    for (uint32_t i = lo; i < hi; ++i) {
+      Fiber* c = &sched.fibers[i];
+      if (c->state != F_LANES) continue;
+      bool seen = false;
+      for (uint32_t k = lo; k < i && !seen; ++k) seen = same_site(&sched.fibers[k], c);
+      if (seen) continue;
+      bool complete = true;
+      for (uint32_t k = lo; k < hi && complete; ++k) {
+        const Fiber* f = &sched.fibers[k];
+        if (!same_site(f, c)) continue;
+        for (uint32_t j = 0; j < 32 && j < w && complete; ++j) {
+          if (!(f->members >> j & 1u) || lo + j >= hi) continue;
+          const Fiber* m = &sched.fibers[lo + j];
+          complete = m->state == F_DONE || same_site(m, c);
+        }
+      }
+      if (complete) { first = c; break; }
+    }
+  }
   Fiber* lanes[64] = {};
   for (uint32_t i = lo; i < hi; ++i) {
     Fiber* f = &sched.fibers[i];
     if (f->state == F_DONE) continue;
-    bool same = f->state == F_LANES && f->line == first->line && f->resolve == first->resolve &&
-                std::strcmp(f->file, first->file) == 0;
+    bool same = same_site(f, first);
     if (!same) {
       if (full) return false;
       continue;

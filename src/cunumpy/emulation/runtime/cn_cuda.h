@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <type_traits>
 
 // ---------------------------------------------------------------------------------------------
@@ -208,19 +209,56 @@ struct WarpOut {
   int32_t flag;
 };
 
-__attribute__((noinline, cold, format(printf, 2, 3))) inline void warp_failure(
-    const Fiber* reader, const char* fmt, ...) {
-  const ThreadInfo* saved = g.cur;
-  g.cur = &reader->info;
-  if (Report* r = begin_failure(ERR_INTERNAL)) {
-    r->line = reader->line;
-    copy_file(r, reader->file);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
-    va_end(ap);
+// Undefined behaviour (a shuffle reading a lane that takes no part in the call or that the mask
+// leaves out, a calling lane missing from its own mask, ...) goes to a report of its own, filled
+// through the launch's meta buffer (cunumpy/emulation/_cuda_undefined.py). With ub_mode 0 (the
+// default, "error") the launch stops at the first case; with 1 ("warn") it goes on and Python
+// warns once per launch.
+struct UbReport {
+  int64_t count;
+  int32_t kind;  // UB_INACTIVE or UB_OTHER
+  int32_t line;
+  int32_t reader;
+  int32_t source;
+  uint32_t thread[3];
+  uint32_t group[3];
+  char file[64];
+  char detail[512];
+};
+enum UbKind { UB_INACTIVE = 1, UB_OTHER = 2 };
+inline UbReport* ub_report = nullptr;
+inline int64_t ub_mode = 0;
+
+__attribute__((noinline, cold, format(printf, 5, 6))) inline void undefined(
+    const Fiber* reader, int kind, int64_t reader_lane, int64_t source_lane, const char* fmt, ...) {
+  if (ub_mode == 0) g.abort = true;
+  UbReport* r = ub_report;
+  if (!r || r->count++ != 0) return;
+  r->kind = kind;
+  r->line = reader->line;
+  r->reader = int32_t(reader_lane);
+  r->source = int32_t(source_lane);
+  for (int d = 0; d < 3; ++d) { r->thread[d] = reader->info.tid[d]; r->group[d] = reader->info.gid[d]; }
+  const char* f = reader->file ? reader->file : "";
+  std::strncpy(r->file, f, sizeof(r->file) - 1);
+  r->file[sizeof(r->file) - 1] = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+  va_end(ap);
+}
+
+// Why lane `src` of the reader's warp takes no part in the call.
+inline void why_absent(const Fiber* reader, uint32_t w, uint32_t src, char* out, size_t n) {
+  uint32_t t = reader->subgroup * w + src;
+  if (src >= w || t >= sched.n) {
+    std::snprintf(out, n, "does not exist (this warp has %u threads)",
+                  (sched.n - reader->subgroup * w) < w ? sched.n - reader->subgroup * w : w);
+    return;
   }
-  g.cur = saved;
+  const Fiber& f = sched.fibers[t];
+  if (f.state == F_DONE) std::snprintf(out, n, "has exited");
+  else std::snprintf(out, n, "waits elsewhere (at %s:%d)", f.file ? f.file : "?", f.line);
 }
 
 // The lanes named in `mask` that take no part in this call but have not exited either: they wait
@@ -232,10 +270,10 @@ inline void check_mask_members(Fiber** L, uint32_t w, uint32_t mask, const Fiber
     if (base + j >= sched.n) continue;  // no such thread (partial warp)
     const Fiber& f = sched.fibers[base + j];
     if (f.state == F_DONE) continue;
-    warp_failure(reader,
-                 "%s with mask 0x%08x: lane %u is named in the mask but waits elsewhere (at %s:%d); "
-                 "every lane named in the mask must reach the same call",
-                 warp_name(op), mask, j, f.file ? f.file : "?", f.line);
+    undefined(reader, UB_OTHER, reader->lane, j,
+              "%s with mask 0x%08x: lane %u is named in the mask but waits elsewhere (at %s:%d); "
+              "rule: every non-exited lane named in the mask must execute the same call",
+              warp_name(op), mask, j, f.file ? f.file : "?", f.line);
     return;
   }
 }
@@ -256,13 +294,16 @@ void resolve(Fiber** L, uint32_t width) {
       check_mask_members(L, w, mask, L[i], OP);
     }
     if (g.checks && !(mask >> i & 1u) && OP != W_ACTIVEMASK) {
-      warp_failure(L[i], "%s: lane %u calls it with mask 0x%08x, which leaves the lane itself out",
-                   warp_name(OP), i, mask);
+      undefined(L[i], UB_OTHER, i, i,
+                "%s with mask 0x%08x: lane %u calls it but the mask leaves the lane itself out; "
+                "rule: every calling lane must be named in its mask", warp_name(OP), mask, i);
     }
     if constexpr (OP <= W_SHFL_XOR) {
       const int32_t sw = in.width;
       if (sw < 1 || sw > 32 || (sw & (sw - 1)) != 0) {
-        warp_failure(L[i], "%s: width %d is not a power of two between 1 and 32", warp_name(OP), sw);
+        undefined(L[i], UB_OTHER, i, i,
+                  "%s: width %d; rule: the width must be a power of two between 1 and 32",
+                  warp_name(OP), sw);
         out.v = in.v;
       } else {
         const uint32_t uw = uint32_t(sw);
@@ -283,11 +324,16 @@ void resolve(Fiber** L, uint32_t width) {
         if (src == i) {
           out.v = in.v;
         } else if (src >= w || !L[src]) {
-          fail_inactive(L[i], int64_t(src));
+          char why[96];
+          why_absent(L[i], w, src, why, sizeof why);
+          undefined(L[i], UB_INACTIVE, i, src,
+                    "%s with mask 0x%08x: lane %u reads lane %u, which %s; rule: the source lane "
+                    "must be active and execute the same call", warp_name(OP), mask, i, src, why);
           out.v = T{};
         } else if (g.checks && !(mask >> src & 1u)) {
-          warp_failure(L[i], "%s: lane %u reads lane %u, which its mask 0x%08x leaves out",
-                       warp_name(OP), i, src, mask);
+          undefined(L[i], UB_OTHER, i, src,
+                    "%s with mask 0x%08x: lane %u reads lane %u, which the mask leaves out; rule: "
+                    "the source lane must be named in the mask", warp_name(OP), mask, i, src);
           out.v = lane_in<WarpIn<T>>(L[src]).v;
         } else {
           out.v = lane_in<WarpIn<T>>(L[src]).v;
@@ -342,7 +388,8 @@ inline WarpOut<T> warp(uint32_t mask, const T& v, int32_t arg, int32_t width, in
                 "warp function value too large for the emulator (at most 48 bytes)");
   static_assert(std::is_trivially_copyable<T>::value, "warp function values must be trivially copyable");
   WarpIn<T> in{v, mask, arg, width};
-  return lane_exchange<WarpOut<T>, WarpIn<T>>(in, 0, &resolve<T, OP>, line, file);
+  return lane_exchange<WarpOut<T>, WarpIn<T>>(in, 0, &resolve<T, OP>, line, file,
+                                              OP == W_ACTIVEMASK ? 0u : mask);
 }
 
 }  // namespace cuda
@@ -654,14 +701,25 @@ inline unsigned int __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
   return unsigned(v >> (s & 31u));
 }
 
-// Cached loads: plain loads on the CPU.
-template <class T> inline T __ldg(const T* p) { return *p; }
-template <class T> inline T __ldg(cn::ptr<const T> p) { return p[0]; }
-template <class T> inline T __ldg(cn::ptr<T> p) { return p[0]; }
-template <class T> inline T __ldcg(const T* p) { return *p; }
-template <class T> inline T __ldca(const T* p) { return *p; }
-template <class T> inline T __ldcs(const T* p) { return *p; }
-template <class T> inline T __ldlu(const T* p) { return *p; }
+// Loads and stores with cache hints: plain loads and stores on the CPU, on raw pointers (any
+// type, vector types included) and on checked pointers (bounds-checked like a subscript).
+#define CN_LOAD(NAME)                                                           \
+  template <class T> inline T NAME(const T* p) { return *p; }                    \
+  template <class T> inline T NAME(cn::ptr<const T> p) { return p[0]; }          \
+  template <class T> inline T NAME(cn::ptr<T> p) { return p[0]; }
+CN_LOAD(__ldg) CN_LOAD(__ldcg) CN_LOAD(__ldca) CN_LOAD(__ldcs) CN_LOAD(__ldlu) CN_LOAD(__ldcv)
+#undef CN_LOAD
+#define CN_STORE(NAME)                                                                      \
+  template <class T> inline void NAME(T* p, cn::cuda::arg_t<T> v) { *p = v; }                \
+  template <class T> inline void NAME(cn::ptr<T> p, cn::cuda::arg_t<T> v) { p[0] = v; }
+CN_STORE(__stcg) CN_STORE(__stcs) CN_STORE(__stwb) CN_STORE(__stwt)
+#undef CN_STORE
+
+// Compiler hints CUDA accepts and GCC lacks (the condition is not evaluated, as in CUDA).
+#if !defined(__has_builtin) || !__has_builtin(__builtin_assume)
+#define __builtin_assume(...) ((void)0)
+#endif
+#define __assume(...) ((void)0)
 
 // Constants of <math_constants.h> (the include itself is dropped by the emulator).
 #define CUDART_PI_F 3.141592654f
@@ -683,12 +741,13 @@ template <class T> inline T __ldlu(const T* p) { return *p; }
 #define CUDART_ONE_F 1.0f
 #define CUDART_ZERO_F 0.0f
 
-// Clocks: a counter that only moves forward.
+// Clocks: clock64() is a counter that only moves forward; clock() is the C library's (declared
+// by <ctime> with CUDA's return type, clock_t), so a kernel or header that includes <time.h>
+// sees no conflicting declaration.
 inline long long clock64() {
   static long long c = 0;
   return c += 1;
 }
-inline int clock() { return int(clock64()); }
 
 // ---------------------------------------------------------------------------------------------
 // __half: the compiler's IEEE binary16 (_Float16), with CUDA's conversion and arithmetic names.
@@ -724,6 +783,8 @@ inline __half __hmax(__half a, __half b) { return a < b ? b : a; }
 inline __half2 __hadd2(__half2 a, __half2 b) { return __half2{__half(a.x + b.x), __half(a.y + b.y)}; }
 inline __half2 __hmul2(__half2 a, __half2 b) { return __half2{__half(a.x * b.x), __half(a.y * b.y)}; }
 #endif
+
+#include "cn_cuda_fp16.h"
 
 // ---------------------------------------------------------------------------------------------
 // printf (the C library's, flushed after every launch) and a device assert that reports the

@@ -1,0 +1,5 @@
+// cunumpy: an empty stand-in for <device_launch_parameters.h> on the cupy engine. NVRTC compiles device code only
+// and provides the CUDA built-ins itself; the toolkit's device_launch_parameters.h declares the host API and pulls
+// in the C library (stdlib.h), which NVRTC cannot open. This folder is searched before the
+// toolkit's include folder.
+#pragma once
