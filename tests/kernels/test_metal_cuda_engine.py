@@ -130,3 +130,22 @@ def test_assert_kernels_agree_on_the_cuda_engine(monkeypatch: pytest.MonkeyPatch
         return rng.random(300, dtype=np.float32), np.zeros(300, np.float32)
 
     assert assert_kernels_agree(kern, make_args, ports=["metal"]) == {"metal": "cuda"}
+
+
+def test_repeated_calls_reuse_a_plan_and_follow_every_change() -> None:
+    """The cached launch plan of repeated CuPy calls: new values, templates, shapes and an
+    output that overlaps an input all give the full path's results."""
+    cupy = _cupy()
+    k = MetalKernel("uint i = thread_position_in_grid.x; y[i] = x[i] * a + T(N);",
+                    inputs=["x", "a"], outputs=["y"], name="plan")
+    x = cupy.arange(100, dtype=cupy.float32)
+    y = cupy.empty_like(x)
+    for a, n in ((2.0, 1), (3.0, 1), (-0.0, 2), (0.0, 2)):
+        k(x, a, out=y, template={"T": np.float32, "N": n}, engine="cuda")
+        cupy.testing.assert_array_equal(y, x * np.float32(a) + n)
+    x2 = cupy.arange(37, dtype=cupy.float32)
+    y2 = k(x2, 1.0, output_shapes=[(37,)], output_dtypes=[np.float32],
+           template={"T": np.float32, "N": 0}, engine="cuda")
+    cupy.testing.assert_array_equal(y2, x2)
+    k(x2, 2.0, out=x2, template={"T": np.float32, "N": 0}, engine="cuda")  # out is an input
+    cupy.testing.assert_array_equal(x2, 2 * cupy.arange(37, dtype=cupy.float32))

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from cunumpy import profiling
-from cunumpy.kernels._metal_dtypes import msl_dtype, supported_dtypes
+from cunumpy.kernels._metal_dtypes import is_bfloat16, msl_dtype, supported_dtypes
 from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine, warn_auto_fallback
 from cunumpy.kernels._metal_signature import ArgSpec, MetalSignature, build_signature
 
@@ -33,6 +33,7 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _ATOMIC_OK = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.float32))
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
+_U16 = np.dtype(np.uint16)
 _SUPPORTED_TEXT = (
     "bool, int8/16/32/64, uint8/16/32/64, float16, float32, complex64 and bfloat16 "
     "(ml_dtypes.bfloat16)"
@@ -609,6 +610,8 @@ class MetalKernel:
                     o[...] = r.reshape(o.shape)
                 continue
             view = eng.host_view(r)
+            if view.dtype == _U16 and is_bfloat16(o.dtype):  # cuda engine: bfloat16 as uint16
+                view = view.view(o.dtype)
             if view.shape != o.shape:
                 view = view.reshape(o.shape)
             np.copyto(o, view, casting="no" if o.dtype is view.dtype else "unsafe")
