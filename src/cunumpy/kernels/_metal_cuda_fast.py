@@ -24,6 +24,7 @@ __all__ = ["Plan", "fast_call"]
 _I32 = (-(2**31), 2**31 - 1)
 _F32_MAX = float(np.finfo(np.float32).max)
 _MISS = object()
+_INPUT, _OUTPUT, _SMALL, _CONST = range(4)
 _PLANS_PER_KERNEL = 64
 
 
@@ -36,9 +37,9 @@ class Plan:
     block: tuple[int, int, int]
     launch: Any
     """The CPointer to the ``cn::launch_t`` bytes (grid, threadgroup)."""
-    args: tuple[tuple[str, int, Any], ...]
-    """Per kernel argument: (kind, index, extra): ``input`` / ``output`` (index of the array),
-    ``small`` (index of the input; extra: its dtype), ``const`` (extra: a ready CPointer)."""
+    args: tuple[tuple[int, int, Any], ...]
+    """Per kernel argument: (kind, index, extra): ``_INPUT`` / ``_OUTPUT`` (index of the array),
+    ``_SMALL`` (index of the input; extra: its dtype), ``_CONST`` (extra: a ready CPointer)."""
     out_shapes: tuple[tuple[int, ...], ...]
     out_dtypes: tuple[np.dtype, ...]
     resident: bool
@@ -48,7 +49,7 @@ class Plan:
 
 
 def _array_key(a: Any) -> tuple:
-    return (a.dtype, a.shape, a.strides)
+    return (a.dtype.num, a.shape, a.strides)  # CuPy arrays are native-endian: num is the dtype
 
 
 def _call_key(inputs: tuple, out: Any, n_threads: Any, template: Any, threadgroup: Any,
@@ -57,7 +58,7 @@ def _call_key(inputs: tuple, out: Any, n_threads: Any, template: Any, threadgrou
     for a in inputs:
         cls = a.__class__
         if cls is cupy_array:
-            ins.append(_array_key(a))
+            ins.append((a.dtype.num, a.shape, a.strides))
         elif cls is float or cls is int or cls is bool:
             ins.append(cls)
         else:
@@ -76,7 +77,11 @@ def _call_key(inputs: tuple, out: Any, n_threads: Any, template: Any, threadgrou
         tkey = tuple((k, v.__class__, v) for k, v in template.items())
     else:
         return None
-    return (tuple(ins), outs, _hashable(n_threads), tkey, _hashable(threadgroup))
+    if n_threads is not None and n_threads.__class__ is not int:
+        n_threads = _hashable(n_threads)
+    if threadgroup is not None and threadgroup.__class__ is not int:
+        threadgroup = _hashable(threadgroup)
+    return (tuple(ins), outs, n_threads, tkey, threadgroup)
 
 
 def _hashable(v: Any) -> Any:
@@ -93,7 +98,7 @@ _SCALARS: dict[tuple, Any] = {}
 
 def _small(engine: Any, dtype: np.dtype, value: Any) -> Any:
     """The CPointer of a number as ``cn::small_t``, or _MISS when the front end must check it."""
-    key = (dtype, value.__class__, value)
+    key = (dtype.char, value.__class__, value)
     hit = _SCALARS.get(key)
     if hit is not None:
         return hit
@@ -147,11 +152,11 @@ def fast_call(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any,
                         return _MISS  # an output overlaps an input: the full path copies
     args = [plan.launch]
     for kind, index, extra in plan.args:
-        if kind == "input":
+        if kind == _INPUT:
             args.append(inputs[index])
-        elif kind == "output":
+        elif kind == _OUTPUT:
             args.append(outs[index])
-        elif kind == "small":
+        elif kind == _SMALL:
             ptr = _small(engine, extra, inputs[index])
             if ptr is _MISS:
                 return _MISS
@@ -199,17 +204,17 @@ def _build(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, te
         return None  # the full path raises the error
     function, unit = engine.compile(sig, small, threads)
     keep: list[Any] = []
-    args: list[tuple[str, int, Any]] = []
+    args: list[tuple[int, int, Any]] = []
     for a in unit.args:
         if a.kind == "small":
-            args.append(("small", a.arg, bound[a.arg][1]))
+            args.append((_SMALL, a.arg, bound[a.arg][1]))
         elif a.kind == "meta":
             dev = bound[a.arg][0]
             buf = _meta(dev, f"[cuda kernel {kernel.name!r}]", sig, a.arg)
             keep.append(buf)
-            args.append(("const", a.arg, CPointer(buf.ctypes.data)))
+            args.append((_CONST, a.arg, CPointer(buf.ctypes.data)))
         else:
-            args.append((a.kind, a.arg, None))
+            args.append((_INPUT if a.kind == "input" else _OUTPUT, a.arg, None))
     spans = []
     for i, (a, _, is_dev) in enumerate(bound):
         if is_dev and a.nbytes:
