@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy import profiling
+from cunumpy import config, profiling
 from cunumpy._backend import _state as _backend_state
 
 __all__ = [
@@ -344,12 +344,6 @@ def _getter(indices: tuple[int, ...], as_tuple: bool) -> Callable[[tuple], Any]:
             return lambda args: (args[i],)
         return operator.itemgetter(i)
     return operator.itemgetter(*indices)
-
-
-def _metal_on_cuda() -> bool:
-    from cunumpy import config
-
-    return config.metal_on_cuda()
 
 
 def _has_device(args: tuple) -> bool:
@@ -686,8 +680,8 @@ class Kernel:
         raises :class:`MissingPortError` with ``missing="raise"``, as the call would.
         """
         port = self._choose(args)
-        if port == "cuda" and self._cuda is None and self._metal is not None and _metal_on_cuda():
-            return "metal"
+        if port == "cuda" and self._cuda is None and self._metal and config.metal_on_cuda():
+            return "metal"  # the Metal port on the cuda engine (CUNUMPY_METAL_ON_CUDA)
         if self.port(port) is None:
             if self._missing == "raise":
                 raise MissingPortError(self._missing_message(port, args))
@@ -736,10 +730,9 @@ class Kernel:
         if launch and not launch.keys() <= _LAUNCH_KEYS:
             self._bad_keywords(launch)
         impl = self._host if port == "host" else self._cuda if port == "cuda" else self._metal
-        if impl is None and port == "cuda" and self._metal is not None and _metal_on_cuda():
-            # No CUDA port: the Metal port, translated to CUDA, on the device arrays.
-            keys = _only(launch, _METAL_KEYS) if launch else {}
-            self._metal(*self._metal_in(args), out=self._metal_out(args), engine="cuda", **keys)
+        if impl is None and port == "cuda" and self._metal and config.metal_on_cuda():
+            self._metal(*self._metal_in(args), out=self._metal_out(args), engine="cuda",
+                        **_only(launch, _METAL_KEYS))
         elif impl is None:
             self._need(port, args)
             self._host(*args)
