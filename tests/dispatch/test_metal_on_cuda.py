@@ -13,8 +13,9 @@ from cunumpy.kernels import Kernel, MetalKernel
 class FakeDeviceArray:
     """Has ``__cuda_array_interface__``, so dispatch treats it as device memory."""
 
-    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False),
-                                "version": 3}
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3}
 
 
 def _kernel(**kw) -> Kernel:
