@@ -149,3 +149,15 @@ def test_repeated_calls_reuse_a_plan_and_follow_every_change() -> None:
     cupy.testing.assert_array_equal(y2, x2)
     k(x2, 2.0, out=x2, template={"T": np.float32, "N": 0}, engine="cuda")  # out is an input
     cupy.testing.assert_array_equal(x2, 2 * cupy.arange(37, dtype=cupy.float32))
+
+
+def test_mlx_style_api_on_the_cuda_engine() -> None:
+    """``cunumpy.kernels.metal_kernel`` (MLX's call convention) runs on this engine too."""
+    from cunumpy.kernels import metal_kernel
+
+    k = metal_kernel("mlx_style", ["x"], ["y"],
+                     "uint i = thread_position_in_grid.x; y[i] = x[i] + 1.0f;")
+    k.engine = "cuda"
+    (y,) = k(inputs=[np.arange(16, dtype=np.float32)], output_shapes=[(16,)],
+             output_dtypes=[np.float32], grid=(16, 1, 1), threadgroup=(16, 1, 1))
+    np.testing.assert_array_equal(y, np.arange(16, dtype=np.float32) + 1)
