@@ -170,8 +170,28 @@ CN_BC_CONSTEXPR inline To bit_cast(const From& from) {
 #endif
 }
 
+#ifdef __CUDACC_RTC__
+// On the GPU (the cuda engine), the hardware's conversions: round to nearest even as below, one
+// instruction each (NaN payloads are not kept).
+__device__ inline uint16_t cn_hw_float_to_half(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ inline float cn_hw_half_to_float(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(h)));
+  return f;
+}
+#define CN_HW_HALF(CALL) \
+  if (!__builtin_is_constant_evaluated()) return CALL;
+#else
+#define CN_HW_HALF(CALL)
+#endif
+
 // IEEE binary16 <-> binary32, round to nearest even, subnormals, inf and NaN.
 CN_BC_CONSTEXPR inline uint16_t float_to_half_bits(float f) {
+  CN_HW_HALF(cn_hw_float_to_half(f))
   const uint32_t x = bit_cast<uint32_t>(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7fffffffu;
@@ -199,6 +219,7 @@ CN_BC_CONSTEXPR inline uint16_t float_to_half_bits(float f) {
 }
 
 CN_BC_CONSTEXPR inline float half_bits_to_float(uint16_t h) {
+  CN_HW_HALF(cn_hw_half_to_float(h))
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t e = (h >> 10) & 0x1fu;
   uint32_t m = h & 0x3ffu;
@@ -231,6 +252,7 @@ CN_BC_CONSTEXPR inline uint16_t float_to_bfloat_bits(float f) {
 CN_BC_CONSTEXPR inline float bfloat_bits_to_float(uint16_t b) {
   return bit_cast<float>(static_cast<uint32_t>(b) << 16);
 }
+#undef CN_HW_HALF
 
 }  // namespace cn_detail
 
