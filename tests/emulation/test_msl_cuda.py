@@ -145,7 +145,7 @@ def test_header_extensions_of_namespace_metal_reopen_the_real_one() -> None:
 
 
 def test_saturating_integer_functions_have_metal_names() -> None:
-    """addsat/subsat (MSL spelling) in the shared runtime, here through the CPU emulator."""
+    """addsat/subsat/madsat (MSL spelling) in the shared runtime, through the CPU emulator."""
     from cunumpy.emulation import CompilerNotFoundError, find_compiler
 
     try:
@@ -154,11 +154,17 @@ def test_saturating_integer_functions_have_metal_names() -> None:
         pytest.skip(str(exc))
     k = MetalKernel(
         "uint i = thread_position_in_grid.x;\n"
-        "u[i] = addsat(x[i], 0xFFFFFFF0u); s[i] = subsat(int(x[i]) - 2147483647, 5);",
-        inputs=["x"], outputs=["u", "s"], name="sat")
+        "u[i] = addsat(x[i], 0xFFFFFFF0u); s[i] = subsat(int(x[i]) - 2147483647, 5);\n"
+        "m[i] = madsat(x[i], 0x10000000u, 7u); l[i] = madsat(long(x[i]) - 16, 1L << 59, 3L);",
+        inputs=["x"], outputs=["u", "s", "m", "l"], name="sat")
     x = np.arange(32, dtype=np.uint32)
     u, s = np.zeros(32, np.uint32), np.zeros(32, np.int32)
-    k(x, out=(u, s), engine="emulator")
+    m, lo = np.zeros(32, np.uint32), np.zeros(32, np.int64)
+    k(x, out=(u, s, m, lo), engine="emulator")
+    wide = [int(v) * 0x10000000 + 7 for v in x]
+    np.testing.assert_array_equal(m, [min(w, 2**32 - 1) for w in wide])
+    wide = [(int(v) - 16) * (1 << 59) + 3 for v in x]
+    np.testing.assert_array_equal(lo, [max(min(w, 2**63 - 1), -(2**63)) for w in wide])
     np.testing.assert_array_equal(u, np.minimum(x.astype(np.int64) + 0xFFFFFFF0, 2**32 - 1))
     want = np.maximum(x.astype(np.int64) - 2147483647 - 5, -(2**31))
     np.testing.assert_array_equal(s, want)

@@ -127,6 +127,7 @@ def fast_call(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any,
                     output_dtypes, cupy.ndarray)
     if key is None:
         return _MISS
+    key = (key, cupy.cuda.runtime.getDevice())  # each device has its own compiled function
     plans = kernel.__dict__.get("_cuda_plans")
     if plans is None:
         plans = kernel.__dict__["_cuda_plans"] = {}

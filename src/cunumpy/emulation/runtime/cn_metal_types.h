@@ -2163,6 +2163,20 @@ inline R madhi(const A& a, const B& b, const C& c) {
     return static_cast<decltype(x)>(cn_detail::mulhi_s(x, y) + z);
   });
 }
+// a * b + c, computed exactly and saturated to the type's range.
+template <class A, class B, class C, class R = cn_detail::if_int<cn_detail::common3_t<A, B, C>>>
+inline R madsat(const A& a, const B& b, const C& c) {
+  return cn_detail::map3<R>(a, b, c, [](auto x, auto y, auto z) {
+    using E = decltype(x);
+    using P = std::conditional_t<
+        (sizeof(E) < 8), std::conditional_t<std::is_signed<E>::value, int64_t, uint64_t>,
+        std::conditional_t<std::is_signed<E>::value, __int128, unsigned __int128>>;
+    const P r = static_cast<P>(x) * static_cast<P>(y) + static_cast<P>(z);
+    const P lo = static_cast<P>(std::numeric_limits<E>::min());
+    const P hi = static_cast<P>(std::numeric_limits<E>::max());
+    return static_cast<E>(r < lo ? lo : r > hi ? hi : r);
+  });
+}
 template <class A, class R = cn_detail::if_int<cn_detail::value_t<A>>>
 inline R extract_bits(const A& a, uint offset, uint bits) {
   return cn_detail::map1<R>(a, [=](auto x) { return cn_detail::extract_bits_s(x, offset, bits); });
