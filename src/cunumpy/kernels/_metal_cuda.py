@@ -6,9 +6,10 @@ binary in its disk cache; the source carries a digest of the runtime headers, so
 misses that cache) and launched with one CUDA block per Metal threadgroup.
 
 Arrays: device arrays are ``cupy.ndarray`` (used in place; resident-mode outputs are CuPy arrays).
-NumPy inputs are copied to the device, except buffers of fewer than 8 elements (MLX's ``constant``
-address space: scalars such as ``dt[0]``), which travel by value in the kernel's arguments; the
-front end records both as ``to_device``. bfloat16 arrays live on the device as ``uint16`` (CuPy has
+NumPy inputs are copied to the device (recorded as ``to_device`` by the front end). Repeated calls
+on CuPy arrays and Python numbers go through a cached launch plan
+(:mod:`cunumpy.kernels._metal_cuda_fast`), which passes the numbers by value in the kernel's
+arguments (``cn::small_t``, MLX's ``constant`` buffers of fewer than 8 elements). bfloat16 arrays live on the device as ``uint16`` (CuPy has
 no bfloat16), bit for bit.
 
 CuPy is imported at the first use, never at import.
@@ -28,44 +29,13 @@ import numpy as np
 from cunumpy.emulation._msl_cuda import ENGINE, MAX_DIMS, CudaUnit, nvrtc_log_as_gcc, translate
 from cunumpy.kernels._metal_dtypes import is_bfloat16
 
-__all__ = ["CudaMetalEngine", "SmallHostArray"]
+__all__ = ["CudaMetalEngine"]
 
 _RUNTIME = Path(__file__).resolve().parent.parent / "emulation" / "runtime"
 _HEADERS = ("cn_rtc_std.h", "cn_metal_types.h", "cn_metal_cuda.h")
 _MAX_GROUPS_YZ = 65535
 _SMALL = 8
 _VALUE_CACHE = 4096
-
-
-class SmallHostArray:
-    """A host array of fewer than 8 elements that a launch passes by value (no device copy)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: np.ndarray) -> None:
-        self.data = data
-
-    @property
-    def nbytes(self) -> int:
-        return self.data.nbytes
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.data.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.data.dtype
-
-    @property
-    def size(self) -> int:
-        return self.data.size
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        return self.data.copy() if dtype is None else self.data.astype(dtype)
-
-    def __repr__(self) -> str:
-        return f"SmallHostArray({self.data!r})"
 
 
 def _runtime_digest() -> str:
@@ -115,8 +85,6 @@ class CudaMetalEngine:
             )
 
     def is_device_array(self, a: Any) -> bool:
-        if isinstance(a, SmallHostArray):
-            return True
         cupy = sys.modules.get("cupy")
         return cupy is not None and isinstance(a, cupy.ndarray)
 
@@ -124,11 +92,8 @@ class CudaMetalEngine:
         return np.dtype(a.dtype), tuple(a.shape)
 
     def to_device(self, host: np.ndarray, dtype: np.dtype, contiguous: bool) -> Any:
-        arr = np.asarray(host)
-        if arr.size < _SMALL and arr.ndim <= 1:
-            return SmallHostArray(np.ascontiguousarray(arr, dtype=dtype).reshape(arr.shape))
         cupy = self._module()
-        arr = np.asarray(arr, dtype=dtype)
+        arr = np.asarray(host, dtype=dtype)
         if contiguous or any(s < 0 for s in arr.strides):
             arr = np.ascontiguousarray(arr)
         if is_bfloat16(dtype):
@@ -136,12 +101,10 @@ class CudaMetalEngine:
         return cupy.asarray(arr)
 
     def host_view(self, device: Any) -> np.ndarray:
-        if isinstance(device, SmallHostArray):
-            return device.data
         return self._module().asnumpy(device)
 
     def contiguous(self, device: Any) -> Any:
-        if isinstance(device, SmallHostArray) or device.flags.c_contiguous:
+        if device.flags.c_contiguous:
             return device
         return self._module().ascontiguousarray(device)
 
@@ -217,7 +180,9 @@ class CudaMetalEngine:
             if len(self._values) < _VALUE_CACHE:
                 self._values[key] = hit
             else:
-                self._keep.append(hit)  # not cached: kept until the next launch
+                # Not cached: kept alive for a few more launches (CUDA copies a launch's
+                # arguments when the launch is queued, so the call only needs it until then).
+                self._keep = [*self._keep[-63:], hit]
         return hit[1]
 
     # -- launching -----------------------------------------------------------------------------
@@ -235,7 +200,7 @@ class CudaMetalEngine:
         from cupy.cuda.function import CPointer
 
         tag = f"[{ENGINE} kernel {signature.name!r}]"
-        small = tuple(isinstance(a, SmallHostArray) for a in inputs)
+        small = (False,) * len(inputs)  # every input is a CuPy array here
         threads = threadgroup[0] * threadgroup[1] * threadgroup[2]
         if threads > 1024:
             raise ValueError(f"{tag} threadgroup {threadgroup} has {threads} threads, over 1024")
@@ -251,7 +216,7 @@ class CudaMetalEngine:
             store = _storage(dtype)
             given = into[i] if into is not None else None
             if (given is not None and self.is_device_array(given)
-                    and not isinstance(given, SmallHostArray) and given.dtype == store
+                    and given.dtype == store
                     and given.flags.c_contiguous and given.size == int(np.prod(shape))
                     and not any(_overlap(given, a) for a in inputs)):
                 if init_value is not None:
@@ -267,15 +232,12 @@ class CudaMetalEngine:
         if min(grid) == 0:
             return outputs
         keep: list[Any] = []
-        self._keep = []  # values of the previous launch: CUDA copied them when it was queued
         args: list[Any] = [self._launch_args(grid, threadgroup)]
         for a in unit.args:
             if a.kind == "output":
                 args.append(outputs[a.arg])
             elif a.kind == "input":
                 args.append(inputs[a.arg])
-            elif a.kind == "small":
-                args.append(self._small_arg(inputs[a.arg].data))
             else:
                 buf = _meta(inputs[a.arg], tag, signature, a.arg)
                 keep.append(buf)
@@ -287,7 +249,7 @@ class CudaMetalEngine:
 def _overlap(a: Any, b: Any) -> bool:
     """True when CuPy arrays ``a`` and ``b`` may share memory (an output given as an input too
     is then not written in place: the kernel reads its inputs while it writes)."""
-    if isinstance(b, SmallHostArray) or not a.nbytes or not b.nbytes:
+    if not a.nbytes or not b.nbytes:
         return False
     lo_a = a.data.ptr
     lo_b = b.data.ptr + sum((n - 1) * s for n, s in zip(b.shape, b.strides) if s < 0)
@@ -297,7 +259,7 @@ def _overlap(a: Any, b: Any) -> bool:
 
 def _meta(a: Any, tag: str, signature: Any, index: int) -> np.ndarray:
     """The bytes of ``cn::meta_t`` (shape, element strides, ndim) for input ``a``."""
-    data = a.data if isinstance(a, SmallHostArray) else a
+    data = a
     shape = tuple(data.shape)
     if len(shape) > MAX_DIMS:
         names = [p.name for p in signature.params if p.kind == "input" and p.arg == index]

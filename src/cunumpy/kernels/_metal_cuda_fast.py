@@ -175,7 +175,7 @@ def _build(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, te
     """Validate the call with the full front end and make its plan (None: not plannable)."""
     from cupy.cuda.function import CPointer
 
-    from cunumpy.kernels._metal_cuda import SmallHostArray, _meta, _storage
+    from cunumpy.kernels._metal_cuda import _meta, _storage
     from cunumpy.kernels.metal import _check_threadgroup
 
     bound, outs, shapes, out_dtypes, grid, _tmpl, sig = kernel._prepare(
@@ -188,7 +188,7 @@ def _build(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, te
     if min(grid) == 0:
         return None
     if kernel.ensure_row_contiguous and any(
-        is_dev and not isinstance(a, SmallHostArray) and not a.flags.c_contiguous
+        is_dev and not a.flags.c_contiguous
         for a, _, is_dev in bound
     ):
         return None
