@@ -23,6 +23,10 @@
 #ifndef __HAVE_BFLOAT__
 #define __HAVE_BFLOAT__ 1
 #endif
+// Most dimensions of an input whose _shape/_strides the body reads (the generated source sets it).
+#ifndef CN_MAX_DIMS
+#define CN_MAX_DIMS 12
+#endif
 
 #include "cn_rtc_std.h"
 #include "cn_metal_types.h"
