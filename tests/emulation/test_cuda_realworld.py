@@ -3,9 +3,12 @@ undefined behaviour, refused features, cooperative-group misuse, user typedefs, 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import cunumpy.emulation
 from cunumpy.emulation import (
     EmulationError,
     EmulatorOptions,
@@ -425,3 +428,32 @@ extern "C" __global__ void half_warp(float* y) {
     np.testing.assert_array_equal(y[:16], np.r_[np.ones(8), np.zeros(8)])
     with pytest.raises(InactiveLaneError):
         emulate_cuda_kernel(k, y, grid=1, block=32, options=EmulatorOptions(isolated=True))
+
+
+def test_noinline_is_the_kernels_qualifier_not_a_macro_over_standard_headers():
+    """``__noinline__`` becomes GCC's attribute in the kernel's text only: libstdc++ 13 writes
+    ``__attribute__((__noinline__))`` in <memory>, which a runtime macro would break."""
+    from cunumpy.emulation.cuda import _noinline_qualifiers
+
+    text = (
+        "__noinline__ __device__ int g();\nstatic __noinline__ void h();\n"
+        "int k() __attribute__((__noinline__));\nint m() __attribute__((used, __noinline__));"
+    )
+    assert _noinline_qualifiers(text) == (
+        "__attribute__((noinline)) __device__ int g();\n"
+        "static __attribute__((noinline)) void h();\n"
+        "int k() __attribute__((__noinline__));\nint m() __attribute__((used, __noinline__));"
+    )
+    runtime = Path(cunumpy.emulation.__file__).parent / "runtime" / "cn_cuda.h"
+    assert "#define __noinline__" not in runtime.read_text()
+    src = r"""
+#include <memory>
+__noinline__ __device__ float twice(float v) { return 2.0f * v; }
+extern "C" __global__ void k(float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = twice((float)i);
+}
+"""
+    y = np.zeros(40, np.float32)
+    CudaKernel(src, "k", engine="emulator")(y, np.int32(40))
+    np.testing.assert_array_equal(y, 2 * np.arange(40, dtype=np.float32))

@@ -43,6 +43,16 @@ def test_calls_helper():
 """
 
 
+def _plugin_option() -> list[str]:
+    """``-p cunumpy.testing.plugin`` when the plugin's entry point is not installed (a source
+    checkout on PYTHONPATH); nothing when pip registered it (loading it twice is an error)."""
+    from importlib.metadata import entry_points
+
+    if any(ep.value == "cunumpy.testing.plugin" for ep in entry_points(group="pytest11")):
+        return []
+    return ["-p", "cunumpy.testing.plugin"]
+
+
 def _run_pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "conftest.py").write_text(textwrap.dedent(_CONFTEST))
     (tmp_path / "test_user.py").write_text(textwrap.dedent(_TESTS))
@@ -50,7 +60,8 @@ def _run_pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
                if not k.startswith("CUNUMPY_REQUIRE") and k != "CUNUMPY_BACKEND"}
     environ.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "test_user.py"],
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+         *_plugin_option(), "test_user.py"],
         cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120,
     )
 

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
+import cunumpy
 from cunumpy import config
 from cunumpy.emulation import EmulatorWarning
 from cunumpy.kernels import Kernel, MetalKernel, _metal_engines, metal_available, use_metal
@@ -78,6 +79,7 @@ def test_dispatch_keeps_host_code_unless_metal_is_asked_for(default_engine):
     )
     k = Kernel(host, metal=metal, name="disp")
     x = np.arange(4, dtype=np.float32)
+    cunumpy.set_backend("numpy")  # host arrays, whatever the suite's backend (it is restored)
     assert k.which(x, np.float32(2.0), np.empty_like(x)) == "host"
     with use_metal(True), warnings.catch_warnings():
         warnings.simplefilter("ignore", EmulatorWarning)

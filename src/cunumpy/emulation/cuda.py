@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import ctypes
 import random
+import re
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -260,6 +261,26 @@ class Generated:
     """The user's files by ``#line`` name (for compile messages)."""
 
 
+_NOINLINE = re.compile(r"\b__noinline__\b")
+
+
+def _noinline_qualifiers(text: str) -> str:
+    """CUDA's ``__noinline__`` qualifier as GCC's attribute, in the kernel's own text only.
+
+    It cannot be a macro in the runtime: libstdc++ 13 writes ``__attribute__((__noinline__))``
+    in its headers, which the macro would break. A ``__noinline__`` right after ``(`` or ``,``
+    is already GCC's own attribute spelling and stays as it is.
+    """
+    if "__noinline__" not in text:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        before = text[: match.start()].rstrip()
+        return match.group(0) if before.endswith(("(", ",")) else "__attribute__((noinline))"
+
+    return _NOINLINE.sub(replace, text)
+
+
 def generate_source(
     program: CudaProgram, *, checks: bool, checked_pointers: str | None = None
 ) -> Generated:
@@ -297,7 +318,8 @@ def generate_source(
     for name, value in program.defines:
         lines.append(f"#undef {name}" if value is None else f"#define {name} {value}")
     lines.append(f'#line 1 "{program.label}"')
-    lines.append(rw.text if rw.text.endswith("\n") else rw.text + "\n")
+    body = _noinline_qualifiers(rw.text)
+    lines.append(body if body.endswith("\n") else body + "\n")
     lines.append('#line 1 "cn-launch"')
     lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {")
     lines.append(f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {n + 1}) return -2;")

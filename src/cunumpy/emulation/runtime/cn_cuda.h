@@ -40,7 +40,9 @@
 #define __constant__
 #define __managed__
 #define __forceinline__ inline __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
+// __noinline__ is not a macro: libstdc++ 13 spells its own attribute __attribute__((__noinline__)),
+// which such a macro breaks in every standard header included after it. The CUDA rewrite turns
+// the kernel's own __noinline__ qualifiers into __attribute__((noinline)) instead.
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define __maxnreg__(...)
@@ -769,6 +771,10 @@ inline __half __hadd(__half a, __half b) { return __half(a + b); }
 inline __half __hsub(__half a, __half b) { return __half(a - b); }
 inline __half __hmul(__half a, __half b) { return __half(a * b); }
 inline __half __hdiv(__half a, __half b) { return __half(a / b); }
+// The _rn forms forbid contraction into an FMA; the emulator never contracts, so they are the same.
+inline __half __hadd_rn(__half a, __half b) { return __hadd(a, b); }
+inline __half __hsub_rn(__half a, __half b) { return __hsub(a, b); }
+inline __half __hmul_rn(__half a, __half b) { return __hmul(a, b); }
 inline __half __hneg(__half a) { return __half(-a); }
 inline __half __hfma(__half a, __half b, __half c) { return __half(float(a) * float(b) + float(c)); }
 inline __half hsqrt(__half a) { return __half(sqrtf(float(a))); }

@@ -109,6 +109,10 @@ inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return a + b; }
 inline __nv_bfloat16 __hsub(__nv_bfloat16 a, __nv_bfloat16 b) { return a - b; }
 inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return a * b; }
 inline __nv_bfloat16 __hdiv(__nv_bfloat16 a, __nv_bfloat16 b) { return a / b; }
+// The _rn forms forbid contraction into an FMA; the emulator never contracts, so they are the same.
+inline __nv_bfloat16 __hadd_rn(__nv_bfloat16 a, __nv_bfloat16 b) { return a + b; }
+inline __nv_bfloat16 __hsub_rn(__nv_bfloat16 a, __nv_bfloat16 b) { return a - b; }
+inline __nv_bfloat16 __hmul_rn(__nv_bfloat16 a, __nv_bfloat16 b) { return a * b; }
 inline __nv_bfloat16 __hneg(__nv_bfloat16 a) { return -a; }
 inline __nv_bfloat16 __habs(__nv_bfloat16 a) {
   __nv_bfloat16 r; r.__x = (unsigned short)(a.__x & 0x7fffu); return r;
