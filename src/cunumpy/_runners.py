@@ -36,7 +36,7 @@ __all__ = [
     "run",
 ]
 
-ENGINES = ("numpy", "numba", "cupy", "emu-cuda", "mlx", "emu-metal")
+ENGINES = ("numpy", "numba", "cupy", "emu-cuda", "mlx", "emu-metal", "metal-cuda")
 """Every engine the demo and the benchmark know, in the order they are shown."""
 
 FAMILY = {
@@ -46,6 +46,7 @@ FAMILY = {
     "emu-cuda": "cuda",
     "mlx": "metal",
     "emu-metal": "metal",
+    "metal-cuda": "metal",
 }
 LABELS = {
     "numpy": "host, NumPy",
@@ -54,9 +55,10 @@ LABELS = {
     "emu-cuda": "CUDA, CPU emulator",
     "mlx": "Metal, MLX (GPU)",
     "emu-metal": "Metal, CPU emulator",
+    "metal-cuda": "Metal, translated to CUDA (GPU)",
 }
 EMULATED = frozenset({"emu-cuda", "emu-metal"})
-REAL_GPU = frozenset({"cupy", "mlx"})
+REAL_GPU = frozenset({"cupy", "mlx", "metal-cuda"})
 
 
 # --------------------------------------------------------------------------- availability
@@ -90,6 +92,11 @@ def _status(name: str) -> tuple[bool, str]:
 
         ok, reason, _ = metal_status()
         return ok, reason
+    if name == "metal-cuda":
+        from cunumpy._backend import cupy_status
+
+        ok, reason = cupy_status()
+        return ok, (f"Metal kernels translated to CUDA, {reason}" if ok else reason)
     if name == "emu-cuda":
         reason = _compiler_reason()
         if reason:
@@ -535,7 +542,7 @@ def run(workload: Workload, engine: str, inp: Inputs) -> RunResult:
         else:
             from cunumpy.kernels import metal_asarray
 
-            eng = "mlx" if engine == "mlx" else "emulator"
+            eng = {"mlx": "mlx", "metal-cuda": "cuda"}.get(engine, "emulator")
             kernel = workload.metal_kernel()
             t0 = clock()
             dev = [metal_asarray(v, engine=eng) for v in workload.metal_values(inp)]
@@ -546,6 +553,10 @@ def run(workload: Workload, engine: str, inp: Inputs) -> RunResult:
                          n_threads=inp.size, template=workload.template or None, engine=eng)
             if eng == "mlx":
                 _mlx_eval(out)
+            elif eng == "cuda":
+                import cupy
+
+                cupy.cuda.get_current_stream().synchronize()
             t2 = clock()
             host = xp.to_numpy(out)
             t3 = clock()

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy import profiling
+from cunumpy import config, profiling
 from cunumpy._backend import _state as _backend_state
 
 __all__ = [
@@ -680,6 +680,8 @@ class Kernel:
         raises :class:`MissingPortError` with ``missing="raise"``, as the call would.
         """
         port = self._choose(args)
+        if port == "cuda" and self._cuda is None and self._metal and config.metal_on_cuda():
+            return "metal"  # the Metal port on the cuda engine (CUNUMPY_METAL_ON_CUDA)
         if self.port(port) is None:
             if self._missing == "raise":
                 raise MissingPortError(self._missing_message(port, args))
@@ -728,7 +730,10 @@ class Kernel:
         if launch and not launch.keys() <= _LAUNCH_KEYS:
             self._bad_keywords(launch)
         impl = self._host if port == "host" else self._cuda if port == "cuda" else self._metal
-        if impl is None:
+        if impl is None and port == "cuda" and self._metal and config.metal_on_cuda():
+            self._metal(*self._metal_in(args), out=self._metal_out(args), engine="cuda",
+                        **_only(launch, _METAL_KEYS))
+        elif impl is None:
             self._need(port, args)
             self._host(*args)
         elif port == "host":

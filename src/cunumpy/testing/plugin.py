@@ -15,7 +15,8 @@ Fixtures
     Parametrised over ``"numpy"`` and ``"cupy"``; the test body runs with that backend active
     (restored afterwards). The CuPy case skips (or fails, as above) without a GPU.
 ``metal_engine`` / ``cuda_engine``
-    Parametrised over the real engine (``mlx`` / ``cupy``) and ``emulator``; the test runs with
+    Parametrised over the real engine (``mlx`` / ``cupy``) and ``emulator`` (and, for
+    ``metal_engine``, ``cuda``: Metal translated to CUDA on an NVIDIA GPU); the test runs with
     ``CUNUMPY_METAL_ENGINE`` / ``CUNUMPY_CUDA_ENGINE`` set to it.
 ``mlx_metal_on_cpu``
     The test runs inside :func:`cunumpy.testing.mlx_metal_on_cpu`: ``mx.fast.metal_kernel``
@@ -97,12 +98,13 @@ def _skip_without_compiler() -> None:
         pytest.skip(str(exc))
 
 
-@pytest.fixture(params=["mlx", "emulator"])
+@pytest.fixture(params=["mlx", "emulator", "cuda"])
 def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once per MetalKernel engine, selected through ``CUNUMPY_METAL_ENGINE``.
 
     ``mlx`` needs an Apple GPU (skips, or fails with ``CUNUMPY_REQUIRE_METAL=1``); ``emulator``
-    needs a C++ compiler.
+    needs a C++ compiler; ``cuda`` (Metal translated to CUDA) needs an NVIDIA GPU with CuPy
+    (skips, or fails with ``CUNUMPY_REQUIRE_CUDA=1``).
     """
     name = request.param
     if name == "mlx":
@@ -111,6 +113,12 @@ def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         ok, reason, _ = metal_status()
         if not ok:
             metal_skip_or_fail(reason)
+    elif name == "cuda":
+        from cunumpy._backend import cupy_status
+
+        ok, reason = cupy_status()
+        if not ok:
+            cuda_skip_or_fail(reason)
     else:
         _skip_without_compiler()
     monkeypatch.setenv("CUNUMPY_METAL_ENGINE", name)
