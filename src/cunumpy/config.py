@@ -32,6 +32,7 @@ __all__ = [
     "initial_backend",
     "kernel_port",
     "metal_engine",
+    "metal_on_cuda",
     "raw_reader",
     "require_cuda",
     "require_metal",
@@ -43,7 +44,7 @@ __all__ = [
 BACKENDS = ("numpy", "cupy")
 """Names accepted by :func:`cunumpy.set_backend` and ``CUNUMPY_BACKEND``."""
 
-METAL_ENGINES = ("auto", "mlx", "emulator")
+METAL_ENGINES = ("auto", "mlx", "emulator", "cuda")
 """Engines that run :class:`~cunumpy.kernels.MetalKernel` launches."""
 
 CUDA_ENGINES = ("cupy", "emulator")
@@ -77,13 +78,27 @@ def initial_backend() -> str:
 
 
 def metal_engine() -> str:
-    """``CUNUMPY_METAL_ENGINE`` (``auto``, ``mlx`` or ``emulator``): what runs MetalKernel launches.
+    """``CUNUMPY_METAL_ENGINE`` (``auto``, ``mlx``, ``emulator`` or ``cuda``): what runs
+    MetalKernel launches.
 
     Default ``auto``: MLX where it reports a working Metal GPU, else the CPU emulator (with a
     one-time warning). ``mlx`` requires the Apple GPU; ``emulator`` runs every launch on the CPU
-    emulator, through the same front end. Read at every launch.
+    emulator, through the same front end; ``cuda`` translates the kernel to CUDA and runs it on an
+    NVIDIA GPU through CuPy (``auto`` never picks it). Read at every launch.
     """
     return _choice("CUNUMPY_METAL_ENGINE", METAL_ENGINES, "auto")
+
+
+def metal_on_cuda() -> bool:
+    """``CUNUMPY_METAL_ON_CUDA=1``: a :class:`~cunumpy.kernels.Kernel` without a CUDA port runs
+    its Metal port on the ``cuda`` engine when a call goes to the CUDA port.
+
+    Default off: such a call follows the kernel's ``missing`` policy (raise, or run the host
+    kernel). On, CuPy-array calls (or any call while the CuPy backend is active) of a kernel with
+    a Metal port but no CUDA port run the Metal kernel translated to CUDA, on the GPU, with the
+    CuPy arrays in place. Read at every such call.
+    """
+    return env_flag("CUNUMPY_METAL_ON_CUDA")
 
 
 def cuda_engine() -> str:

@@ -9,9 +9,9 @@ from cunumpy._engines._base import EngineStatus, Launch, Program
 
 
 def test_one_spelling_per_engine_in_table_order():
-    assert _table.engine_names() == ("cupy", "emu-cuda", "mlx", "emu-metal")
+    assert _table.engine_names() == ("cupy", "emu-cuda", "mlx", "emu-metal", "metal-cuda")
     assert _table.engine_names("cuda") == ("cupy", "emu-cuda")
-    assert _table.engine_names("metal") == ("mlx", "emu-metal")
+    assert _table.engine_names("metal") == ("mlx", "emu-metal", "metal-cuda")
     for name, row in _table.ENGINES.items():
         assert row.name == name and row.dialect in ("cuda", "metal")
         assert row.array_space == ("device" if row.gpu else "host")
@@ -19,7 +19,7 @@ def test_one_spelling_per_engine_in_table_order():
 
 @pytest.mark.parametrize(("dialect", "value", "name"), [
     ("cuda", "emulator", "emu-cuda"), ("cuda", "emu-cuda", "emu-cuda"), ("cuda", "cupy", "cupy"),
-    ("metal", "emulator", "emu-metal"), ("metal", "mlx", "mlx"),
+    ("metal", "emulator", "emu-metal"), ("metal", "mlx", "mlx"), ("metal", "cuda", "metal-cuda"),
 ])
 def test_settings_and_names_map_to_one_engine(dialect, value, name):
     assert _table.canonical_name(dialect, value) == name
@@ -32,7 +32,7 @@ def test_unknown_names_and_dialect_mismatch_are_refused():
         _table.canonical_name("cuda", "mlx")
     with pytest.raises(ValueError, match="unknown kernel dialect"):
         _table.canonical_name("opencl", "emulator")
-    with pytest.raises(ValueError, match="known engines: cupy, emu-cuda, mlx, emu-metal"):
+    with pytest.raises(ValueError, match="known engines: cupy, emu-cuda, mlx, emu-metal, metal-cuda"):
         _table.row("emulator")
 
 
@@ -67,7 +67,7 @@ def test_plugin_fixture_ids_are_engine_names():
     from cunumpy.testing import plugin
 
     for fixture, ids in ((plugin.cuda_engine, ["cupy", "emu-cuda"]),
-                         (plugin.metal_engine, ["mlx", "emu-metal"])):
+                         (plugin.metal_engine, ["mlx", "emu-metal", "metal-cuda"])):
         marker = getattr(fixture, "_pytestfixturefunction", None) or getattr(
             fixture, "_fixture_function_marker", None)
         if marker is None:

@@ -10,7 +10,8 @@ import sys
 from cunumpy._backend import cupy_status
 from cunumpy._engines._base import EngineStatus
 
-__all__ = ["compiler_status", "cupy_engine_status", "emulator_status", "mlx_status"]
+__all__ = ["compiler_status", "cupy_engine_status", "emulator_status", "metal_cuda_status",
+           "mlx_status"]
 
 
 @functools.cache
@@ -60,6 +61,12 @@ def mlx_engine_status() -> EngineStatus:
     """Whether MLX imports and reports a Metal GPU."""
     ok, reason, _ = mlx_status()
     return EngineStatus(ok, reason)
+
+
+def metal_cuda_status() -> EngineStatus:
+    """Whether Metal kernels translated to CUDA can run here (CuPy with a CUDA device)."""
+    ok, reason = cupy_status()
+    return EngineStatus(ok, f"Metal kernels translated to CUDA, {reason}" if ok else reason)
 
 
 def emulator_status(dialect: str) -> EngineStatus:

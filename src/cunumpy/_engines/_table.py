@@ -5,7 +5,8 @@ table which engines exist, which one a setting selects, and whether each can run
 engine is adding one row (see ``docs/architecture.md``).
 
 Each engine has one name, used for ids, cache paths, error tags and test ids: ``cupy``,
-``emu-cuda``, ``mlx``, ``emu-metal``. ``CUNUMPY_CUDA_ENGINE`` / ``CUNUMPY_METAL_ENGINE`` also
+``emu-cuda``, ``mlx``, ``emu-metal``, ``metal-cuda`` (Metal kernels translated to CUDA; its
+``CUNUMPY_METAL_ENGINE`` value is ``cuda``). ``CUNUMPY_CUDA_ENGINE`` / ``CUNUMPY_METAL_ENGINE`` also
 accept ``emulator`` (the dialect's CPU emulator) and, for Metal, ``auto``.
 """
 
@@ -48,19 +49,24 @@ class EngineRow:
     """The value of ``CUNUMPY_<DIALECT>_ENGINE`` that selects it."""
     status: Callable[[], EngineStatus]
     """Whether it can run here, and why (not)."""
+    hardware: str = ""
+    """The GPU it needs: ``cuda`` (an NVIDIA GPU; ``CUNUMPY_REQUIRE_CUDA``), ``metal`` (an Apple
+    GPU; ``CUNUMPY_REQUIRE_METAL``) or ``""`` (a C++ compiler only)."""
 
 
 ENGINES: dict[str, EngineRow] = {
     row.name: row
     for row in (
         EngineRow("cupy", "cuda", "CUDA, CuPy (GPU)", True, "device", "cupy",
-                  _status.cupy_engine_status),
+                  _status.cupy_engine_status, "cuda"),
         EngineRow("emu-cuda", "cuda", "CUDA, CPU emulator", False, "host", "emulator",
                   functools.partial(_status.emulator_status, "cuda")),
         EngineRow("mlx", "metal", "Metal, MLX (GPU)", True, "device", "mlx",
-                  _status.mlx_engine_status),
+                  _status.mlx_engine_status, "metal"),
         EngineRow("emu-metal", "metal", "Metal, CPU emulator", False, "host", "emulator",
                   functools.partial(_status.emulator_status, "metal")),
+        EngineRow("metal-cuda", "metal", "Metal, translated to CUDA (GPU)", True, "device",
+                  "cuda", _status.metal_cuda_status, "cuda"),
     )
 }
 """Every engine, by its one name, in the order ``cunumpy info`` shows them."""

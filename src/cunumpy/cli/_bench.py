@@ -61,6 +61,7 @@ ROOFLINE_OF = {
     "emu-metal": "host",
     "cupy": "cuda",
     "mlx": None,
+    "metal-cuda": "cuda",
 }
 """Which measured bandwidth bounds each engine's kernels (None: not measured)."""
 
@@ -160,7 +161,7 @@ def launch_overhead(engine: str, calls: int) -> dict[str, Any]:
             sync(None)
             result["launch_async_us"] = (time.perf_counter() - t0) / calls * 1e6
     else:
-        eng = "mlx" if engine == "mlx" else "emulator"
+        eng = {"mlx": "mlx", "metal-cuda": "cuda"}.get(engine, "emulator")
         kernel = MetalKernel(_runners.NOOP_METAL, inputs=["x"], outputs=["y"], name="noop")
         x = metal_asarray(np.zeros(1, np.float32), engine=eng)
 
@@ -170,6 +171,10 @@ def launch_overhead(engine: str, calls: int) -> dict[str, Any]:
                 import mlx.core as mx
 
                 mx.eval(y)
+            elif eng == "cuda":
+                import cupy
+
+                cupy.cuda.get_current_stream().synchronize()
 
         result["launch_us"] = _median_call_us(call, calls)
     return result

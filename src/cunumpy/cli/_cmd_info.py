@@ -33,6 +33,12 @@ def _rows(info: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows += [
         ("mlx / metal", "yes" if mlx["metal_available"] else "no", mlx["reason"]),
         (
+            "metal on cuda",
+            "yes" if cupy["available"] else "no",
+            "MetalKernel engine cuda (Metal translated to CUDA, NVRTC through CuPy)"
+            + ("" if cupy["available"] else f": {cupy['reason']}"),
+        ),
+        (
             "emulation compiler",
             emu["compiler"] or "none",
             (emu["version"] + "; " if emu.get("version") else "") + emu["reason"],

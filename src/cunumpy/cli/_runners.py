@@ -489,7 +489,7 @@ def run(workload: Workload, engine: str, inp: Inputs) -> RunResult:
         else:
             from cunumpy.kernels import metal_asarray
 
-            eng = "mlx" if engine == "mlx" else "emulator"
+            eng = {"mlx": "mlx", "metal-cuda": "cuda"}.get(engine, "emulator")
             kernel = workload.metal_kernel()
             t0 = clock()
             dev = [metal_asarray(v, engine=eng) for v in workload.metal_values(inp)]
@@ -500,6 +500,10 @@ def run(workload: Workload, engine: str, inp: Inputs) -> RunResult:
                          n_threads=inp.size, template=workload.template or None, engine=eng)
             if eng == "mlx":
                 _mlx_eval(out)
+            elif eng == "cuda":
+                import cupy
+
+                cupy.cuda.get_current_stream().synchronize()
             t2 = clock()
             host = xp.to_numpy(out)
             t3 = clock()

@@ -9,6 +9,9 @@ and never knows which engine runs.
 ``emulator`` (spelled ``emu-metal`` in messages)
     The CPU emulator (:mod:`cunumpy.emulation.metal`). Device arrays are
     :class:`EmulatedDeviceArray`, a NumPy array the emulator treats as GPU memory.
+``cuda``
+    An NVIDIA GPU: the kernel is translated to CUDA and compiled with NVRTC through CuPy
+    (:mod:`cunumpy.kernels._metal_cuda`). Device arrays are ``cupy.ndarray``.
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ class MetalEngine(Protocol):
     """What the MetalKernel front end needs from an engine."""
 
     name: str
-    """Spelling in messages and test ids: ``mlx`` or ``emu-metal``."""
+    """Spelling in messages and test ids: ``mlx``, ``emu-metal`` or ``cuda``."""
 
     def check_available(self) -> None:
         """Raise ImportError/RuntimeError saying why this engine cannot launch here."""
@@ -246,14 +249,22 @@ class MLXEngine:
 
 @functools.cache
 def _engine(name: str) -> MetalEngine:
-    return MLXEngine() if name == "mlx" else EmulatorEngine()
+    if name == "mlx":
+        return MLXEngine()
+    if name == "cuda":
+        from cunumpy.kernels._metal_cuda import CudaMetalEngine
+
+        return CudaMetalEngine()
+    if name == "emulator":
+        return EmulatorEngine()
+    raise ValueError(f"unknown Metal engine {name!r}; valid engines are mlx, emulator, cuda")
 
 
 _warned_auto = [False]
 
 
 def resolve_metal_engine(name: str | None = None) -> str:
-    """``"mlx"`` or ``"emulator"``: the engine ``name`` stands for here.
+    """``"mlx"``, ``"emulator"`` or ``"cuda"``: the engine ``name`` stands for here.
 
     ``None`` reads ``CUNUMPY_METAL_ENGINE``; ``"auto"`` (the default) is ``"mlx"`` where MLX
     reports a working Metal GPU and ``"emulator"`` elsewhere (a launch then warns once, see
@@ -298,7 +309,7 @@ def warn_auto_fallback(requested: str | None, stacklevel: int = 4) -> None:
 
 
 def get_metal_engine(name: str | None = None) -> MetalEngine:
-    """The engine called ``name`` (``"auto"``, ``"mlx"`` or ``"emulator"``).
+    """The engine called ``name`` (``"auto"``, ``"mlx"``, ``"emulator"`` or ``"cuda"``).
 
     ``None`` reads ``CUNUMPY_METAL_ENGINE`` (see :func:`cunumpy.config.metal_engine`); ``auto``
     is resolved by :func:`resolve_metal_engine`.

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from cunumpy.kernels._metal_dtypes import is_bfloat16
 from cunumpy.kernels._metal_engines import get_metal_engine
 from cunumpy.kernels.metal import MetalKernel
 
@@ -297,7 +298,12 @@ class MLXStyleKernel:
             from cunumpy.kernels._metal_mlx import to_numpy
 
             return [np.array(to_numpy(r)) for r in results]
-        arrays = [r._data for r in results]
+        if eng.name == "cuda":  # CuPy results: MLX's API hands back host (or MLX) arrays
+            arrays = [np.asarray(eng.host_view(r)) for r in results]
+            if any(is_bfloat16(d) for d in dtypes):
+                arrays = [a.view(d) if is_bfloat16(d) else a for a, d in zip(arrays, dtypes)]
+        else:
+            arrays = [r._data for r in results]
         if want_mlx:
             from cunumpy.kernels._metal_mlx import from_numpy
 

@@ -401,6 +401,8 @@ class Kernel:
         raises :class:`MissingPortError` with ``missing="raise"``, as the call would.
         """
         port = self._choose(args)
+        if port == "cuda" and self._cuda is None and self._metal and config.metal_on_cuda():
+            return "metal"  # the Metal port on the cuda engine (CUNUMPY_METAL_ON_CUDA)
         if self.port(port) is None:
             if self._missing == "raise":
                 raise MissingPortError(self._missing_message(port, args))
@@ -449,7 +451,10 @@ class Kernel:
         if launch and not launch.keys() <= _LAUNCH_KEYS:
             self._bad_keywords(launch)
         impl = self._host if port == "host" else self._cuda if port == "cuda" else self._metal
-        if impl is None:
+        if impl is None and port == "cuda" and self._metal and config.metal_on_cuda():
+            self._metal(*self._metal_in(args), out=self._metal_out(args), engine="cuda",
+                        **_only(launch, _METAL_KEYS))
+        elif impl is None:
             self._need(port, args)
             self._host(*args)
         elif port == "host":

@@ -12,7 +12,8 @@ import numpy as np
 
 from cunumpy import profiling
 from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_signature
-from cunumpy.kernels._metal_dtypes import msl_dtype, supported_dtypes
+from cunumpy.kernels._metal_checks import _check_threadgroup
+from cunumpy.kernels._metal_dtypes import is_bfloat16, msl_dtype, supported_dtypes
 from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine, warn_auto_fallback
 
 __all__ = ["MetalKernel", "metal_asarray"]
@@ -33,11 +34,14 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _ATOMIC_OK = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.float32))
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
+_U16 = np.dtype(np.uint16)
 _SUPPORTED_TEXT = (
     "bool, int8/16/32/64, uint8/16/32/64, float16, float32, complex64 and bfloat16 "
     "(ml_dtypes.bfloat16)"
 )
 _MATH_MODES = ("safe", "relaxed", "fast")
+_cuda_fast: list[Any] = [None]
+"""The cuda engine's fast-path module, imported at its first use."""
 
 
 def _check_names(role: str, names: Any) -> tuple[str, ...]:
@@ -50,27 +54,6 @@ def _check_names(role: str, names: Any) -> tuple[str, ...]:
                 "digits and underscores, not a keyword)"
             )
     return tuple(names)
-
-
-def _check_threadgroup(threadgroup: Any) -> tuple[int, int, int]:
-    dims = (threadgroup,) if isinstance(threadgroup, (int, np.integer)) else threadgroup
-    if (
-        isinstance(dims, (str, bytes))
-        or not isinstance(dims, Sequence)
-        or not 1 <= len(dims) <= 3
-        or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
-                   for d in dims)
-    ):
-        raise ValueError(
-            f"MetalKernel threadgroup must be 1 to 3 positive ints, got {threadgroup!r}"
-        )
-    size = math.prod(int(d) for d in dims)
-    if size > 1024:
-        raise ValueError(
-            f"MetalKernel threadgroup {tuple(dims)} has {size} threads; Metal allows at most "
-            "1024 per threadgroup"
-        )
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
 
 
 class MetalKernel:
@@ -297,6 +280,7 @@ class MetalKernel:
         out: Any,
         output_shapes: Any,
         output_dtypes: Any,
+        engine: MetalEngine | None = None,
     ) -> tuple[list[np.ndarray] | None, list[tuple[int, ...]], list[np.dtype]]:
         n = len(self.output_names)
         if out is None:
@@ -324,6 +308,10 @@ class MetalKernel:
                 f"MetalKernel {self.name!r}: give either out= or output_shapes=/output_dtypes=, "
                 "not both"
             )
+        # The cuda engine also fills CuPy arrays in place (a copy on the device).
+        on_device = engine is not None and engine.name == "cuda"
+        if on_device and engine.is_device_array(out) and not isinstance(out, (list, tuple)):
+            out = [out]
         outs = [out] if isinstance(out, np.ndarray) else out
         if not isinstance(outs, (list, tuple)) or len(outs) != n:
             raise TypeError(
@@ -332,6 +320,9 @@ class MetalKernel:
             )
         dtypes = []
         for i, o in enumerate(outs):
+            if on_device and hasattr(o, "__cuda_array_interface__"):
+                dtypes.append(self._device_dtype(np.dtype(o.dtype), "output", i))
+                continue
             if not isinstance(o, np.ndarray):
                 raise TypeError(
                     f"{self._where('output', i)} must be a NumPy array, got "
@@ -350,6 +341,8 @@ class MetalKernel:
             dtypes.append(dtype)
         for i in range(n):
             for j in range(i + 1, n):
+                if not (isinstance(outs[i], np.ndarray) and isinstance(outs[j], np.ndarray)):
+                    continue
                 if np.shares_memory(outs[i], outs[j]):
                     raise ValueError(
                         f"MetalKernel {self.name!r} outputs {self.output_names[i]!r} and "
@@ -479,7 +472,7 @@ class MetalKernel:
 
     def _prepare(self, args, out, n_threads, template, output_shapes, output_dtypes, engine):
         bound = self._bind_inputs(args, engine)
-        outs, shapes, out_dtypes = self._bind_outputs(out, output_shapes, output_dtypes)
+        outs, shapes, out_dtypes = self._bind_outputs(out, output_shapes, output_dtypes, engine)
         grid = self._grid(n_threads, shapes)
         tmpl = self._template(template)
         in_specs = tuple(
@@ -522,9 +515,10 @@ class MetalKernel:
             name such as ``"float"`` or ``"half"``). Each distinct set compiles another variant.
         output_shapes, output_dtypes : optional
             Instead of ``out``: the outputs stay on the device and are returned as device arrays
-            (``mlx.core.array``, or :class:`EmulatedDeviceArray` on the emulator) that the next
+            (``mlx.core.array``, ``cupy.ndarray`` on the cuda engine, or
+            :class:`EmulatedDeviceArray` on the emulator) that the next
             call takes without a copy. Bring them back with :func:`cunumpy.to_numpy`.
-        engine : {"auto", "mlx", "emulator"}, optional
+        engine : {"auto", "mlx", "emulator", "cuda"}, optional
             Overrides ``CUNUMPY_METAL_ENGINE`` for this call.
         threadgroup : int or tuple of 1-3 ints, optional
             Threads per threadgroup for this call (as MLX takes it at each call); default the
@@ -535,8 +529,19 @@ class MetalKernel:
         ndarray, tuple of ndarray, device array or tuple of device arrays
             ``out`` itself (one output) or the tuple of outputs; device arrays in resident mode.
         """
+        eng = get_metal_engine(engine)
+        if eng.name == "cuda":  # repeated calls on CuPy arrays: a cached launch plan
+            fast = _cuda_fast[0]
+            if fast is None:
+                from cunumpy.kernels import _metal_cuda_fast as fast
+
+                _cuda_fast[0] = fast
+            done = fast.fast_call(self, eng, inputs, out, n_threads, template, threadgroup,
+                                  output_shapes, output_dtypes)
+            if done is not fast._MISS:
+                return done
         return self._run(inputs, out, n_threads, template, output_shapes, output_dtypes,
-                         get_metal_engine(engine), threadgroup, requested=engine)
+                         eng, threadgroup, requested=engine)
 
     def _run(self, inputs: tuple, out: Any, n_threads: Any, template: Any, output_shapes: Any,
              output_dtypes: Any, eng: MetalEngine, threadgroup: Any = None, *,
@@ -572,12 +577,21 @@ class MetalKernel:
                     f"{dtype.name}{list(a.shape)}",
                 )
             device_inputs.append(dev)
+        into = {}
+        if outs is not None and not all(isinstance(o, np.ndarray) for o in outs):
+            into = {"into": outs}  # device arrays given as out= (cuda engine): written in place
         results = eng.launch(self, sig, device_inputs, shapes, out_dtypes, grid, threadgroup,
-                             tmpl, init_value=init_value, math_mode=math_mode)
+                             tmpl, init_value=init_value, math_mode=math_mode, **into)
         if outs is None:
             return results[0] if len(results) == 1 else tuple(results)
         for i, (o, r) in enumerate(zip(outs, results)):
+            if not isinstance(o, np.ndarray):  # a device array (cuda engine): copy on the device
+                if r is not o:
+                    o[...] = r.reshape(o.shape)
+                continue
             view = eng.host_view(r)
+            if view.dtype == _U16 and is_bfloat16(o.dtype):  # cuda engine: bfloat16 as uint16
+                view = view.view(o.dtype)
             if view.shape != o.shape:
                 view = view.reshape(o.shape)
             np.copyto(o, view, casting="no" if o.dtype is view.dtype else "unsafe")
@@ -609,6 +623,8 @@ class MetalKernel:
         probe = eng
         if any(mlx.is_device_array(a) for a in inputs):
             probe = mlx
+        elif any(hasattr(a, "__cuda_array_interface__") for a in inputs):
+            probe = get_metal_engine("cuda")
         *_, sig = self._prepare(inputs, out, n_threads, template, output_shapes, output_dtypes,
                                 probe)
         return sig.text()

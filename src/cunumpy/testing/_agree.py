@@ -127,6 +127,11 @@ def _metal_where(port: Any) -> _Where | str:
         return str(exc)
     if name == "emulator":
         return _no_compiler("Metal") or _Where("numpy", "emu-metal")
+    if name == "cuda":  # Metal translated to CUDA: NumPy arguments, copied by the port
+        from cunumpy._backend import cupy_status
+
+        ok, reason = cupy_status()
+        return _Where("numpy", "cuda") if ok else reason
     from cunumpy.kernels._availability import metal_status
 
     ok, reason, _ = metal_status()

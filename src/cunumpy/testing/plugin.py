@@ -15,7 +15,8 @@ Fixtures
     Parametrised over ``"numpy"`` and ``"cupy"``; the test body runs with that backend active
     (restored afterwards). The CuPy case skips (or fails, as above) without a GPU.
 ``metal_engine`` / ``cuda_engine``
-    Parametrised over the real engine (``mlx`` / ``cupy``) and ``emulator``; the test runs with
+    Parametrised over the real engine (``mlx`` / ``cupy``) and ``emulator`` (and, for
+    ``metal_engine``, ``cuda``: Metal translated to CUDA on an NVIDIA GPU); the test runs with
     ``CUNUMPY_METAL_ENGINE`` / ``CUNUMPY_CUDA_ENGINE`` set to it.
 ``mlx_metal_on_cpu``
     The test runs inside :func:`cunumpy.testing.mlx_metal_on_cpu`: ``mx.fast.metal_kernel``
@@ -95,21 +96,27 @@ def _skip_unless_ready(engine: str) -> None:
     ok, reason = engine_status(engine)
     if ok:
         return
-    if not row(engine).gpu:
-        pytest.skip(reason)
-    (cuda_skip_or_fail if row(engine).dialect == "cuda" else metal_skip_or_fail)(reason)
+    needs = row(engine).hardware
+    if needs == "cuda":
+        cuda_skip_or_fail(reason)
+    elif needs == "metal":
+        metal_skip_or_fail(reason)
+    pytest.skip(reason)
 
 
 # The values are what CUNUMPY_<DIALECT>_ENGINE takes; the ids are the engine table's names.
-@pytest.fixture(params=["mlx", "emulator"], ids=["mlx", "emu-metal"])
+@pytest.fixture(params=["mlx", "emulator", "cuda"], ids=["mlx", "emu-metal", "metal-cuda"])
 def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once per MetalKernel engine, selected through ``CUNUMPY_METAL_ENGINE``.
 
     ``mlx`` needs an Apple GPU (skips, or fails with ``CUNUMPY_REQUIRE_METAL=1``); ``emulator``
-    needs a C++ compiler.
+    needs a C++ compiler; ``cuda`` (Metal translated to CUDA) needs an NVIDIA GPU with CuPy
+    (skips, or fails with ``CUNUMPY_REQUIRE_CUDA=1``).
     """
     name = request.param
-    _skip_unless_ready("mlx" if name == "mlx" else "emu-metal")
+    from cunumpy._engines._table import canonical_name
+
+    _skip_unless_ready(canonical_name("metal", name))
     monkeypatch.setenv("CUNUMPY_METAL_ENGINE", name)
     _check_races(monkeypatch)
     return name

@@ -30,12 +30,16 @@
 #ifndef CN_METAL_TYPES_H
 #define CN_METAL_TYPES_H
 
+#ifdef __CUDACC_RTC__
+#include "cn_rtc_std.h"  // NVRTC: libcu++ stands in for the standard headers below
+#else
 #include <cfloat>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <utility>
+#endif
 
 #if defined(__clang__)
 #pragma clang diagnostic push
@@ -166,8 +170,28 @@ CN_BC_CONSTEXPR inline To bit_cast(const From& from) {
 #endif
 }
 
+#ifdef __CUDACC_RTC__
+// On the GPU (the cuda engine), the hardware's conversions: round to nearest even as below, one
+// instruction each (NaN payloads are not kept).
+__device__ inline uint16_t cn_hw_float_to_half(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ inline float cn_hw_half_to_float(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(h)));
+  return f;
+}
+#define CN_HW_HALF(CALL) \
+  if (!__builtin_is_constant_evaluated()) return CALL;
+#else
+#define CN_HW_HALF(CALL)
+#endif
+
 // IEEE binary16 <-> binary32, round to nearest even, subnormals, inf and NaN.
 CN_BC_CONSTEXPR inline uint16_t float_to_half_bits(float f) {
+  CN_HW_HALF(cn_hw_float_to_half(f))
   const uint32_t x = bit_cast<uint32_t>(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7fffffffu;
@@ -195,6 +219,7 @@ CN_BC_CONSTEXPR inline uint16_t float_to_half_bits(float f) {
 }
 
 CN_BC_CONSTEXPR inline float half_bits_to_float(uint16_t h) {
+  CN_HW_HALF(cn_hw_half_to_float(h))
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t e = (h >> 10) & 0x1fu;
   uint32_t m = h & 0x3ffu;
@@ -227,6 +252,7 @@ CN_BC_CONSTEXPR inline uint16_t float_to_bfloat_bits(float f) {
 CN_BC_CONSTEXPR inline float bfloat_bits_to_float(uint16_t b) {
   return bit_cast<float>(static_cast<uint32_t>(b) << 16);
 }
+#undef CN_HW_HALF
 
 }  // namespace cn_detail
 
@@ -1397,12 +1423,22 @@ inline To as_type(const From& from) {
 // Math on float and double through compiler builtins (no <cmath>: it is the slowest include).
 namespace cn_detail {
 namespace m {
+#ifdef __CUDACC_RTC__
+// NVRTC: CUDA's device math library (sqrtf, ...), always declared by NVRTC.
+#define CN_B1(NAME)                                                                              \
+  inline float NAME(float x) { return ::NAME##f(x); }                                            \
+  inline double NAME(double x) { return ::NAME(x); }
+#define CN_B2(NAME)                                                                              \
+  inline float NAME(float x, float y) { return ::NAME##f(x, y); }                                \
+  inline double NAME(double x, double y) { return ::NAME(x, y); }
+#else
 #define CN_B1(NAME)                                                                              \
   inline float NAME(float x) { return __builtin_##NAME##f(x); }                                  \
   inline double NAME(double x) { return __builtin_##NAME(x); }
 #define CN_B2(NAME)                                                                              \
   inline float NAME(float x, float y) { return __builtin_##NAME##f(x, y); }                      \
   inline double NAME(double x, double y) { return __builtin_##NAME(x, y); }
+#endif
 CN_B1(sqrt)
 CN_B1(cbrt)
 CN_B1(exp)
@@ -1447,6 +1483,23 @@ CN_B2(hypot)
 CN_B2(nextafter)
 #undef CN_B1
 #undef CN_B2
+#ifdef __CUDACC_RTC__
+inline float fma(float x, float y, float z) { return ::fmaf(x, y, z); }
+inline double fma(double x, double y, double z) { return ::fma(x, y, z); }
+inline float frexp(float x, int* e) { return ::frexpf(x, e); }
+inline double frexp(double x, int* e) { return ::frexp(x, e); }
+inline float ldexp(float x, int e) { return ::ldexpf(x, e); }
+inline double ldexp(double x, int e) { return ::ldexp(x, e); }
+inline float modf(float x, float* i) { return ::modff(x, i); }
+inline double modf(double x, double* i) { return ::modf(x, i); }
+template <class T> inline bool isnan(T x) { return ::isnan(x); }
+template <class T> inline bool isinf(T x) { return ::isinf(x); }
+template <class T> inline bool isfinite(T x) { return ::isfinite(x); }
+template <class T> inline bool isnormal(T x) {
+  return ::isfinite(x) && x != T(0) && ::fabs(x) >= ::cuda::std::numeric_limits<T>::min();
+}
+template <class T> inline bool signbit(T x) { return ::signbit(x) != 0; }
+#else
 inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
 inline double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }
 inline float frexp(float x, int* e) { return __builtin_frexpf(x, e); }
@@ -1460,6 +1513,7 @@ template <class T> inline bool isinf(T x) { return __builtin_isinf(x); }
 template <class T> inline bool isfinite(T x) { return __builtin_isfinite(x); }
 template <class T> inline bool isnormal(T x) { return __builtin_isnormal(x); }
 template <class T> inline bool signbit(T x) { return __builtin_signbit(x) != 0; }
+#endif
 }  // namespace m
 }  // namespace cn_detail
 
@@ -2076,6 +2130,11 @@ CN_INT2(sub_sat)
 CN_INT2(hadd)
 CN_INT2(rhadd)
 #undef CN_INT2
+// The Metal Shading Language spells the saturating forms addsat and subsat.
+template <class A, class B>
+inline auto addsat(const A& a, const B& b) -> decltype(add_sat(a, b)) { return add_sat(a, b); }
+template <class A, class B>
+inline auto subsat(const A& a, const B& b) -> decltype(sub_sat(a, b)) { return sub_sat(a, b); }
 
 template <class A, class B, class R = cn_detail::if_int<cn_detail::common2_t<A, B>>>
 inline auto absdiff(const A& a, const B& b) {
@@ -2102,6 +2161,20 @@ template <class A, class B, class C, class R = cn_detail::if_int<cn_detail::comm
 inline R madhi(const A& a, const B& b, const C& c) {
   return cn_detail::map3<R>(a, b, c, [](auto x, auto y, auto z) {
     return static_cast<decltype(x)>(cn_detail::mulhi_s(x, y) + z);
+  });
+}
+// a * b + c, computed exactly and saturated to the type's range.
+template <class A, class B, class C, class R = cn_detail::if_int<cn_detail::common3_t<A, B, C>>>
+inline R madsat(const A& a, const B& b, const C& c) {
+  return cn_detail::map3<R>(a, b, c, [](auto x, auto y, auto z) {
+    using E = decltype(x);
+    using P = std::conditional_t<
+        (sizeof(E) < 8), std::conditional_t<std::is_signed<E>::value, int64_t, uint64_t>,
+        std::conditional_t<std::is_signed<E>::value, __int128, unsigned __int128>>;
+    const P r = static_cast<P>(x) * static_cast<P>(y) + static_cast<P>(z);
+    const P lo = static_cast<P>(std::numeric_limits<E>::min());
+    const P hi = static_cast<P>(std::numeric_limits<E>::max());
+    return static_cast<E>(r < lo ? lo : r > hi ? hi : r);
   });
 }
 template <class A, class R = cn_detail::if_int<cn_detail::value_t<A>>>
@@ -2172,7 +2245,17 @@ CN_MATH_NAMES
 // INFINITY, NAN, HUGE_VALF, MAXFLOAT normally come from <math.h>. This header avoids <cmath>
 // for compile time; on glibc it spells them exactly as glibc does (so a later <math.h> does not
 // warn about a redefinition), elsewhere it includes <math.h>.
-#if !defined(__GLIBC__)
+#if defined(__CUDACC_RTC__)
+#ifndef HUGE_VALF
+#define HUGE_VALF (::cuda::std::numeric_limits<float>::infinity())
+#endif
+#ifndef INFINITY
+#define INFINITY (::cuda::std::numeric_limits<float>::infinity())
+#endif
+#ifndef NAN
+#define NAN (::cuda::std::numeric_limits<float>::quiet_NaN())
+#endif
+#elif !defined(__GLIBC__)
 #include <math.h>
 #endif
 #ifndef HUGE_VALF
@@ -2401,7 +2484,11 @@ inline T ceildiv(T N, U M) {
   return (N + M - 1) / M;
 }
 
+// Under NVRTC, CUDA's own float4, int2, ... live in the global namespace: the cuda engine opens
+// namespace metal in the kernel's namespace instead (cn_metal_cuda.h).
+#ifndef __CUDACC_RTC__
 using namespace metal;
+#endif
 
 #if defined(__clang__)
 #pragma clang diagnostic pop
