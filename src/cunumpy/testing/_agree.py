@@ -109,9 +109,9 @@ def _cuda_where(port: Any) -> _Where | str:
     else:
         if getattr(engine, "array_space", "device") == "host":
             return _Where("numpy", getattr(engine, "name", "emu-cuda"))
-    from cunumpy._backend import cupy_status
+    from cunumpy._engines._table import engine_status
 
-    ok, reason = cupy_status()
+    ok, reason = engine_status("cupy")
     if ok:
         return _Where("cupy", "cupy")
     return (
@@ -120,26 +120,22 @@ def _cuda_where(port: Any) -> _Where | str:
 
 
 def _metal_where(port: Any) -> _Where | str:
-    """Where the Metal port runs here, or the reason it cannot."""
+    """Where the Metal port runs here (the engine table's choice), or the reason it cannot."""
+    from cunumpy._engines._table import engine_status, select
+
     try:
-        name = config.metal_engine()
+        engine = select("metal", config.metal_engine())
     except ValueError as exc:
         return str(exc)
-    if name == "emulator":
-        return _no_compiler("Metal") or _Where("numpy", "emu-metal")
-    if name == "cuda":  # Metal translated to CUDA: NumPy arguments, copied by the port
-        from cunumpy._backend import cupy_status
-
-        ok, reason = cupy_status()
-        return _Where("numpy", "cuda") if ok else reason
-    from cunumpy.kernels._availability import metal_status
-
-    ok, reason, _ = metal_status()
-    if ok:
-        return _Where("numpy", "mlx")
-    if name == "auto":  # no Metal GPU here: the default engine is the emulator
-        return _no_compiler("Metal") or _Where("numpy", "emu-metal")
-    return f"{reason}"
+    if engine == "emu-metal":
+        missing = _no_compiler("Metal")
+        if missing:
+            return missing
+    ok, reason = engine_status(engine)
+    if not ok:
+        return reason
+    # metal-cuda copies NumPy arguments itself; the Metal engine reports itself as ``cuda``.
+    return _Where("numpy", "cuda" if engine == "metal-cuda" else engine)
 
 
 def _metal_poison(kernel: Any, args: Sequence[Any]) -> Any:
