@@ -6,8 +6,11 @@ real GPU run and an emulated run can share one process:
 
 - ``"cupy"``: :class:`~cunumpy._engines.cupy.CupyEngine`, an NVIDIA GPU through CuPy; it
   takes device arrays (objects exposing ``__cuda_array_interface__``).
-- ``"emulator"``: the CPU emulator (engine name ``"emu-cuda"``), registered by
-  :mod:`cunumpy.emulation.cuda` through :func:`register_cuda_engine`; it takes NumPy arrays.
+- ``"emulator"``: the CPU emulator (engine name ``"emu-cuda"``),
+  :class:`~cunumpy._engines.emu_cuda.EmuCudaEngine`; it takes NumPy arrays.
+
+Both are registered in :mod:`cunumpy._engines._cuda_registry` and listed, with the Metal
+engines, in the engine table (:mod:`cunumpy._engines._table`).
 
 Writing an engine
 -----------------
@@ -16,11 +19,13 @@ implement :meth:`~CudaEngine.launch`, and register a zero-argument factory::
 
     register_cuda_engine("emulator", EmuCudaEngine)
 
-The front end calls, once per kernel and engine (at the kernel's first launch there):
+An engine never sees the ``CudaKernel``: it gets the kernel's frozen
+:class:`~cunumpy._engines._base.Program` (``CudaKernel.program``; ``recompile()`` makes a new
+one). The front end calls, once per program and engine (at the first launch there):
 :meth:`~CudaEngine.array_types` (the class accepted on the fast path after an exact dtype and
 contiguity test, which reads :meth:`~CudaEngine.contiguity_attribute`),
 :meth:`~CudaEngine.scalar_converter` per scalar parameter, :meth:`~CudaEngine.launch_errors`
-and :meth:`~CudaEngine.prepare`. At every launch it calls the callable ``prepare`` returned with
+and :meth:`~CudaEngine.prepare` (with the program). At every launch it calls the callable ``prepare`` returned with
 ``(grid, block, args, shared_mem, stream)``: ``grid`` and ``block`` are 3-tuples of positive
 ints inside :meth:`~CudaEngine.limits`; ``args`` has one entry per kernel parameter: arrays of
 the engine's space, exactly the parameter's dtype and C-contiguous (an array that missed the
