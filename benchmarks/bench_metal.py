@@ -45,7 +45,7 @@ class NullEngine(EmulatorEngine):
         return EmulatedDeviceArray(host)
 
     def launch(self, kernel, signature, inputs, output_shapes, output_dtypes, grid,
-               threadgroup, template):
+               threadgroup, template, **launch_options):
         return self.outputs
 
 
