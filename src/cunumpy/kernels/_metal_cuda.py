@@ -32,7 +32,7 @@ from cunumpy.kernels._metal_dtypes import is_bfloat16
 __all__ = ["CudaMetalEngine"]
 
 _RUNTIME = Path(__file__).resolve().parent.parent / "emulation" / "runtime"
-_HEADERS = ("cn_rtc_std.h", "cn_metal_types.h", "cn_metal_cuda.h")
+_HEADERS = ("cn_rtc_std.h", "cn_metal_types.h", "cn_metal_flags.h", "cn_metal_cuda.h")
 _MAX_GROUPS_YZ = 65535
 _SMALL = 8
 _VALUE_CACHE = 4096

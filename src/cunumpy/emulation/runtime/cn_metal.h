@@ -47,29 +47,13 @@ using std::floor; using std::ceil; using std::pow; using std::tanh;
 }  // namespace metal
 #endif
 
+#include "cn_metal_flags.h"
+
 namespace metal {
 
 // ---------------------------------------------------------------------------------------------
 // Barriers
 // ---------------------------------------------------------------------------------------------
-
-enum class mem_flags : unsigned {
-  mem_none = 0,
-  mem_device = 1,
-  mem_threadgroup = 2,
-  mem_texture = 4,
-  mem_threadgroup_imageblock = 8,
-  mem_object_data = 16,
-};
-constexpr mem_flags operator|(mem_flags a, mem_flags b) {
-  return mem_flags(unsigned(a) | unsigned(b));
-}
-constexpr mem_flags operator&(mem_flags a, mem_flags b) {
-  return mem_flags(unsigned(a) & unsigned(b));
-}
-
-enum class thread_scope { thread_scope_thread, thread_scope_simdgroup, thread_scope_threadgroup,
-                          thread_scope_device };
 
 // Race checking: mem_threadgroup orders threadgroup memory, mem_device device memory; mem_none
 // is an execution barrier only.
