@@ -262,7 +262,9 @@ struct ptr {
   int32_t id = 0;
 
   ptr() = default;
-  ptr(T* p_, T* base_, int64_t extent_, int32_t id_) : p(p_), base(base_), extent(extent_), id(id_) {}
+  // always_inline: a ptr made in uninstrumented runtime code must not call an instrumented one.
+  __attribute__((always_inline)) ptr(T* p_, T* base_, int64_t extent_, int32_t id_)
+      : p(p_), base(base_), extent(extent_), id(id_) {}
   // From a raw pointer (a helper function declared with a checked parameter, called with &x[i]
   // or a cast): nothing is known of its extent, so it is not checked.
   ptr(T* raw) : p(raw), base(raw), extent(kUnknownExtent), id(-1) {}

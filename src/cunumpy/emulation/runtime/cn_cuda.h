@@ -93,9 +93,11 @@ CN_VECS(double, double, 8, 16, 16)
 
 struct dim3 {
   unsigned int x, y, z;
-  constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1)
+  // always_inline: also inside the uninstrumented accessors of race-checking builds.
+  __attribute__((always_inline)) constexpr dim3(unsigned int vx = 1, unsigned int vy = 1,
+                                                unsigned int vz = 1)
       : x(vx), y(vy), z(vz) {}
-  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  __attribute__((always_inline)) constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
   constexpr operator uint3() const { return uint3{x, y, z}; }
 };
 
@@ -927,15 +929,16 @@ __attribute__((always_inline)) inline sited<const A> at_site(const A& a, int lin
   return sited<const A>{&a, line, file};
 }
 
-// A pointer argument: converts to the kernel's declared parameter type (raw or checked).
+// A pointer argument: converts to the kernel's declared parameter type (raw or checked). The
+// conversions of PtrArg and ValArg run in the launch glue (not instrumented in race builds).
 struct PtrArg {
   void* data;
   int64_t bytes;
   int32_t id;
   template <class T>
-  CN_BUILTIN operator T*() const { return static_cast<T*>(data); }
+  __attribute__((always_inline)) operator T*() const { return static_cast<T*>(data); }
   template <class T>
-  CN_BUILTIN operator ptr<T>() const {
+  __attribute__((always_inline)) operator ptr<T>() const {
     T* p = static_cast<T*>(data);
     return ptr<T>(p, p, bytes / int64_t(sizeof(T)), id);
   }
@@ -947,7 +950,7 @@ struct ValArg {
   int64_t bytes;
   const char* name;
   template <class T>
-  CN_BUILTIN operator T() const {
+  __attribute__((always_inline)) operator T() const {
     static_assert(std::is_trivially_copyable<T>::value, "kernel parameters must be trivially copyable");
     if (__builtin_expect(int64_t(sizeof(T)) != bytes, 0)) {
       fail_fatal(ERR_INTERNAL, 0, nullptr,

@@ -45,10 +45,10 @@ constexpr uint16_t kEpochMask = 0x3FFF;
 enum Access : int32_t { A_READ = 1, A_WRITE = 2, A_ATOMIC_READ = 3, A_ATOMIC_WRITE = 4 };
 
 struct Rec {
-  uint32_t thread;  // 1 + linear thread number in the launch (group * threads per group + lin)
-  uint32_t pc;      // code offset of the access in the library (low 24 bits), launch (high 8)
-  uint16_t epoch;   // barrier epoch of the group (bit 15: atomic, bit 14: compare-and-swap)
-  uint16_t clock;   // the lane's clock, relative to the group's base
+  uint32_t thread = 0;  // 1 + linear thread number in the launch (group * threads per group + lin)
+  uint32_t pc = 0;      // code offset of the access in the library (low 24 bits), launch (high 8)
+  uint16_t epoch = 0;   // barrier epoch of the group (bit 15: atomic, bit 14: compare-and-swap)
+  uint16_t clock = 0;   // the lane's clock, relative to the group's base
 };
 
 struct Entry {
@@ -64,13 +64,13 @@ struct Region {
 };
 
 struct Pending {  // a write-write conflict kept until the writer's segment ends
-  Entry* entry;
-  Rec prior;
-  Region* region;
-  uintptr_t addr;
-  uint32_t bytes;
-  uint32_t pc;
-  unsigned char before[8];
+  Entry* entry = nullptr;
+  Rec prior = {};
+  Region* region = nullptr;
+  uintptr_t addr = 0;
+  uint32_t bytes = 0;
+  uint32_t pc = 0;
+  unsigned char before[8] = {};
 };
 
 // Shadow memory kept mapped from one launch to the next (records of earlier launches are told
@@ -83,41 +83,46 @@ struct Shadow {
 constexpr int kPool = 64;
 constexpr size_t kKeepBytes = size_t(64) << 20;  // larger shadows are unmapped after the launch
 
+inline Region no_region;  // matches no address
+
 struct State {
+  // What every access reads first, in one cache line.
+  Region* last = &no_region;  // the region of the last tracked access
+  uintptr_t miss_page = 0;    // 1 + a 4 KiB page holding no tracked byte (0: none)
+  int nregions = 0;           // buffers first, then shared slots
+  uint32_t gen = 0;           // launch number (8 bits) in Rec::pc
+  uint32_t gfirst = 0;        // linear number of the running group's first thread
+  int atomic_depth = 0;
+  uintptr_t base = 0;         // load address of this library
+  uint16_t ep_tg = 0, ep_dev = 0;  // barrier epochs of the running group
+  bool lanes = false;
   bool on = false;
-  uint32_t gen = 0;  // launch number (8 bits) in Rec::pc
+  int cas_depth = 0;
+  uint32_t width = 32;
+  uint32_t* vc = nullptr;  // lane clocks: vc[lin * width + lane] (fiber mode only)
+  uint32_t clk_base = 0, clk_max = 0;
+  // The rest.
   Shadow pool[kPool];
   Region regions[kMaxRegions];
-  int nregions = 0;   // buffers first, then shared slots
   int nbuffers = 0;
-  Region* last = nullptr;
-  Region none;
-  // Group being run.
-  uint32_t gfirst = 0;  // linear number of its first thread
   uint32_t dsz = 1;     // threads per group at dispatch
-  uint32_t width = 32;
   uint32_t glin = 0;
-  uint16_t ep_tg = 0, ep_dev = 0;
-  // Lane clocks: vc[lin * width + lane] (fiber mode only).
-  uint32_t* vc = nullptr;
   uint32_t vc_cap = 0;
-  bool lanes = false;
-  uint32_t clk_base = 0, clk_max = 0;
   // Fence-and-atomic publication between groups.
   uint8_t* fenced = nullptr;    // per thread of the group: a device fence since its last atomic
   uint8_t* acquired = nullptr;  // per thread of the group: has done an atomic
   uint16_t* released = nullptr;  // per group: 1 + last device epoch published (0: none)
   uint64_t ngroups = 0;
   uint32_t thread_cap = 0;
-  int atomic_depth = 0;
-  int cas_depth = 0;
-  uintptr_t base = 0;  // load address of this library
   Pending pending[64];
   int npending = 0;
   Entry* shared_shadow[256] = {};
   size_t shared_cap[256] = {};
 };
 
+// Constant-initialised (checked here): the hooks run from static initialisers of instrumented
+// code too, before any dynamic initialisation of this header's state could have run.
+constexpr State kStateInit{};
 inline State st;
 
 struct AtomicScope {
@@ -179,8 +184,8 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
   State& s = st;
   s.on = CN_RACES && (d->flags & LAUNCH_RACES) != 0;
   s.nregions = s.nbuffers = 0;
-  s.none = Region{};
-  s.last = &s.none;
+  s.last = &no_region;
+  s.miss_page = 0;
   s.npending = 0;
   s.atomic_depth = 0;
   s.clk_base = s.clk_max = 0;
@@ -230,7 +235,8 @@ CN_NOTSAN inline void end_launch() {
   if (s.released) munmap(s.released, size_t(s.ngroups) * 2);
   s.released = nullptr;
   s.nregions = s.nbuffers = 0;
-  s.last = &s.none;
+  s.last = &no_region;
+  s.miss_page = 0;
   s.on = false;
 }
 
@@ -245,7 +251,8 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   s.width = width < kMaxWidth ? width : kMaxWidth;
   s.ep_tg = s.ep_dev = 0;
   s.nregions = s.nbuffers;  // shared slots register again as they are allocated
-  s.last = &s.none;
+  s.last = &no_region;
+  s.miss_page = 0;
   std::memset(s.fenced, 0, nthreads);
   std::memset(s.acquired, 0, nthreads);
   s.lanes = fibers;
@@ -275,6 +282,7 @@ CN_NOTSAN inline void shared_slot(int k, void* at, size_t size, size_t elem) {
   }
   if (!s.shared_shadow[k]) return;
   Region& r = s.regions[s.nregions++];
+  s.miss_page = 0;
   r.lo = uintptr_t(at);
   r.hi = r.lo + size;
   r.shadow = s.shared_shadow[k];
@@ -316,15 +324,6 @@ CN_NOTSAN inline void fence() {
   State& s = st;
   if (!s.on || !g.cur) return;
   s.fenced[g.cur->lin] = 1;
-}
-
-CN_NOTSAN inline Region* find(uintptr_t a) {
-  State& s = st;
-  for (int k = 0; k < s.nregions; ++k) {
-    Region& r = s.regions[k];
-    if (a - r.lo < r.hi - r.lo) return &r;
-  }
-  return nullptr;
 }
 
 CN_NOTSAN inline void decompose(uint32_t lin, const uint32_t* size, uint32_t* out) {
@@ -494,20 +493,68 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
 #undef CN_CONFLICTS
 }
 
-// Every instrumented access: a quick test of the address, the rest only for tracked memory.
+// The region holding `a` other than the last one used, or null (untracked memory). A page found
+// to hold no tracked byte is remembered, so that the next untracked access to it (the rest of a
+// read-only input, mostly) returns at once.
+CN_NOTSAN __attribute__((noinline)) inline Region* find_other(uintptr_t a) {
+  State& s = st;
+  const uintptr_t plo = a & ~uintptr_t(4095), phi = plo + 4096;
+  bool clear = true;
+  for (int k = 0; k < s.nregions; ++k) {
+    Region& q = s.regions[k];
+    if (a - q.lo < q.hi - q.lo) {
+      s.last = &q;
+      return &q;
+    }
+    if (q.lo < phi && q.hi > plo) clear = false;
+  }
+  if (clear) s.miss_page = (a >> 12) + 1;
+  return nullptr;
+}
+
+// Every instrumented access: a quick test of the address, then, for tracked memory, a fast path
+// for the common case of an element no other thread has touched in this launch (or only this
+// thread), which needs no ordering test; the rest in access_in.
 CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint32_t size,
                                                            bool write, void* ret) {
   State& s = st;
   uintptr_t a = uintptr_t(p);
   Region* r = s.last;
   if (__builtin_expect(a - r->lo >= r->hi - r->lo, 1)) {
-    r = nullptr;
-    for (int k = 0; k < s.nregions; ++k) {
-      Region& q = s.regions[k];
-      if (a - q.lo < q.hi - q.lo) { r = &q; break; }
-    }
+    if ((a >> 12) + 1 == s.miss_page) return;
+    r = find_other(a);
     if (!r) return;
-    s.last = r;
+  }
+  const ThreadInfo* t = g.cur;
+  const uintptr_t off = a - r->lo;
+  const uint32_t n = size ? size : 1;
+  if (__builtin_expect(t != nullptr && s.atomic_depth == 0 && ((off ^ (off + n - 1)) >> r->shift) == 0 &&
+                       off + n <= r->hi - r->lo, 1)) {
+    Entry& e = r->shadow[off >> r->shift];
+    const uint32_t th = s.gfirst + t->lin + 1;
+    const uint32_t gen = s.gen;
+#define CN_QUIET(Q) ((Q).thread == th || ((Q).pc >> 24) != gen)
+    if (write ? (CN_QUIET(e.w) && CN_QUIET(e.r1) && CN_QUIET(e.r2)) : (CN_QUIET(e.w) && CN_QUIET(e.r1))) {
+      Rec me;
+      me.thread = th;
+      me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & 0xFFFFFF) | (gen << 24);
+      me.epoch = r->shared ? s.ep_tg : s.ep_dev;
+      uint32_t clock = 0;
+      if (s.lanes) {
+        uint32_t own = s.vc[t->lin * s.width + t->lin % s.width] - s.clk_base;
+        clock = own < 0xFFFF ? own : 0xFFFF;
+      }
+      me.clock = uint16_t(clock);
+      if (write) {
+        e.w = me;
+        e.r1 = Rec{};
+        e.r2 = Rec{};
+      } else {
+        e.r1 = me;
+      }
+      return;
+    }
+#undef CN_QUIET
   }
   access_in(r, a, size, write, ret);
 }
@@ -522,22 +569,22 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
 extern "C" {
 #define CN_TSAN_RW(N)                                                                         \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_read##N(void* p) {             \
-    if (::cn::race::st.on) ::cn::race::access(p, N, false, __builtin_return_address(0));     \
+    ::cn::race::access(p, N, false, __builtin_return_address(0));     \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_write##N(void* p) {            \
-    if (::cn::race::st.on) ::cn::race::access(p, N, true, __builtin_return_address(0));      \
+    ::cn::race::access(p, N, true, __builtin_return_address(0));      \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_unaligned_read##N(void* p) {   \
-    if (::cn::race::st.on) ::cn::race::access(p, N, false, __builtin_return_address(0));     \
+    ::cn::race::access(p, N, false, __builtin_return_address(0));     \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_unaligned_write##N(void* p) {  \
-    if (::cn::race::st.on) ::cn::race::access(p, N, true, __builtin_return_address(0));      \
+    ::cn::race::access(p, N, true, __builtin_return_address(0));      \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_volatile_read##N(void* p) {    \
-    if (::cn::race::st.on) ::cn::race::access(p, N, false, __builtin_return_address(0));     \
+    ::cn::race::access(p, N, false, __builtin_return_address(0));     \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_volatile_write##N(void* p) {   \
-    if (::cn::race::st.on) ::cn::race::access(p, N, true, __builtin_return_address(0));      \
+    ::cn::race::access(p, N, true, __builtin_return_address(0));      \
   }
 CN_TSAN_RW(1)
 CN_TSAN_RW(2)
