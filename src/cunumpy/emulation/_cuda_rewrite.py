@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cunumpy._lang.includes import find_include, scan_includes
+from cunumpy.emulation._cuda_device_vars import device_var_edits
 from cunumpy.emulation._rewrite import (
     SharedDecl,
     Token,
@@ -633,6 +634,7 @@ def rewrite_cuda(
     if checked_pointers == "all":
         param_edits += _device_param_edits(text)
     edits.extend(param_edits)
+    edits.extend(device_var_edits(sig, inside))
     if checks:
         checked_names |= {n for _, _, new in param_edits if (n := _declared_name(new))}
         edits.extend(_site_edits(sig, checked_names))

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["race_error"]
 
+_DEVICE_VAR_ID = 1 << 20  # cn::race::kDeviceVarId: Report.buffer of a __device__ variable
 _ACCESS = {1: "read", 2: "write", 3: "atomic read", 4: "atomic write"}
 _SIZES = {
     "bool": 1, "char": 1, "signed char": 1, "unsigned char": 1, "uchar": 1, "int8_t": 1,
@@ -39,25 +40,33 @@ def _elem_size(ctype: str) -> int | None:
     return _SIZES.get(name)
 
 
+def _index(offset: int, item: int) -> str:
+    """The element a byte offset falls in (and the byte within it)."""
+    return f"index {offset // item}" + (f" (byte {offset % item})" if offset % item else "")
+
+
 def _memory(
     r: Any, dialect: Dialect, buffers: Sequence[BufferArg], shared: Sequence[SharedDecl]
 ) -> tuple[str, str, bool]:
     """(what the memory is called, the index text, whether it is shared memory)."""
     offset = int(r.index)
+    name, _, elem = r.detail.decode(errors="replace").rpartition(":")
+    declared = int(elem) if elem.isdigit() else 0  # element size of the declared type
+    if r.buffer >= _DEVICE_VAR_ID:
+        return f"__device__ variable '{name}'", _index(offset, declared or 1), False
     if r.buffer >= 0:
         b = buffers[r.buffer] if r.buffer < len(buffers) else None
         label = b.label if b is not None else f"buffer {r.buffer}"
         if callable(label):
             label = label()
         item = b.itemsize if b is not None and b.itemsize > 0 else 1
-        index = f"index {offset // item}" + (f" (byte {offset % item})" if offset % item else "")
-        return label, index, False
+        return label, _index(offset, item), False
     k = -1 - r.buffer
     decl = next((d for d in shared if d.slot == k), None)
     label = f"{dialect.shared} '{decl.name}' ({decl.describe()})" if decl else f"{dialect.shared} {k}"
-    size = _elem_size(decl.ctype) if decl else None
+    size = (_elem_size(decl.ctype) if decl else None) or declared
     if size:
-        index = f"index {offset // size}" + (f" (byte {offset % size})" if offset % size else "")
+        index = _index(offset, size)
         if decl is not None and len(decl.dims) > 1:
             index += " (flat)"
     else:

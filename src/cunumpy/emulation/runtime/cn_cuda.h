@@ -970,4 +970,16 @@ struct ValArg {
 
 #undef CN_SITE
 
+#if CN_RACES
+// Race-checking builds: the kernel's memcpy/memmove/memset calls are seen as accesses (cn_race.h).
+namespace std {
+using ::cn_race_memcpy;
+using ::cn_race_memmove;
+using ::cn_race_memset;
+}  // namespace std
+#define memcpy cn_race_memcpy
+#define memmove cn_race_memmove
+#define memset cn_race_memset
+#endif
+
 #endif  // CN_CUDA_H

@@ -48,8 +48,15 @@ struct Rec {
   uint32_t thread = 0;  // 1 + linear thread number in the launch (group * threads per group + lin)
   uint32_t pc = 0;      // code offset of the access in the library (low 24 bits), launch (high 8)
   uint16_t epoch = 0;   // barrier epoch of the group (bit 15: atomic, bit 14: compare-and-swap)
-  uint16_t clock = 0;   // the lane's clock, relative to the group's base
+  uint16_t clock = 0;   // the lane's clock, relative to the group's base (low 12 bits), and
+                        // which bytes of the granule the access touched (high 4 bits)
 };
+constexpr uint32_t kClockMax = 0x0FFF;
+
+// Bytes [lo, hi) of a granule (of at most 4 bytes) as the high 4 bits of Rec::clock.
+CN_NOTSAN __attribute__((always_inline)) inline uint16_t byte_mask(uint32_t lo, uint32_t hi) {
+  return uint16_t((((1u << (hi - lo)) - 1u) << lo) << 12);
+}
 
 struct Entry {
   Rec w, r1, r2;
@@ -61,6 +68,7 @@ struct Region {
   int32_t id = 0;      // buffer slot, or -1 - k for shared slot k
   uint8_t shift = 0;   // log2 of the granule
   uint8_t shared = 0;  // shared (threadgroup) memory
+  uint32_t elem = 0;   // element size of its declared type (reports name the element)
 };
 
 struct Pending {  // a write-write conflict kept until the writer's segment ends
@@ -84,6 +92,33 @@ constexpr int kPool = 64;
 constexpr size_t kKeepBytes = size_t(64) << 20;  // larger shadows are unmapped after the launch
 
 inline Region no_region;  // matches no address
+
+// `__device__` variables of the kernel's source (registered by the static DeviceVar objects the
+// CUDA rewriter appends to their declarations): tracked like buffers, reported by name.
+constexpr int kMaxDeviceVars = 64;
+constexpr int32_t kDeviceVarId = 1 << 20;  // Region::id of device variable j: kDeviceVarId + j
+struct DeviceVarInfo {
+  uintptr_t at = 0;
+  size_t bytes = 0;
+  size_t elem = 0;
+  const char* name = nullptr;
+};
+inline DeviceVarInfo device_vars[kMaxDeviceVars];
+inline int ndevice_vars = 0;
+
+template <class T>
+using element_of = std::remove_cv_t<std::remove_all_extents_t<T>>;
+
+struct DeviceVar {
+  CN_NOTSAN DeviceVar(const volatile void* at, size_t bytes, size_t elem, const char* name) {
+    if (ndevice_vars >= kMaxDeviceVars) return;
+    DeviceVarInfo& v = device_vars[ndevice_vars++];
+    v.at = uintptr_t(at);
+    v.bytes = bytes;
+    v.elem = elem;
+    v.name = name;
+  }
+};
 
 struct State {
   // What every access reads first, in one cache line.
@@ -213,8 +248,21 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
     r.shadow = region_shadow(size_t(b.bytes), r.shift);
     r.id = k;
     r.shared = 0;
+    r.elem = uint32_t(b.elem > 0 ? b.elem : 0);
     if (!r.shadow) continue;
     ++s.nregions;
+  }
+  for (int j = 0; j < ndevice_vars && s.nregions < 64; ++j) {
+    const DeviceVarInfo& v = device_vars[j];
+    Region& r = s.regions[s.nregions];
+    r.lo = v.at;
+    r.hi = v.at + v.bytes;
+    r.shift = granule_shift(v.elem ? v.elem : 4);
+    r.shadow = region_shadow(v.bytes, r.shift);
+    r.id = kDeviceVarId + j;
+    r.shared = 0;
+    r.elem = uint32_t(v.elem);
+    if (r.shadow) ++s.nregions;
   }
   s.nbuffers = s.nregions;
   s.ngroups = ngroups;
@@ -289,6 +337,7 @@ CN_NOTSAN inline void shared_slot(int k, void* at, size_t size, size_t elem) {
   r.id = -1 - k;
   r.shift = shift;
   r.shared = 1;
+  r.elem = uint32_t(elem);
 }
 
 // A barrier released the group: `flags` says which memory it orders.
@@ -345,6 +394,9 @@ __attribute__((noinline, cold)) CN_NOTSAN inline void report(const Region& r, ui
   if (!rep) return;
   const ThreadInfo* t = g.cur;
   rep->buffer = r.id;
+  const bool var = r.id >= kDeviceVarId && r.id - kDeviceVarId < ndevice_vars;
+  std::snprintf(rep->detail, sizeof(rep->detail), "%s:%u",
+                var ? device_vars[r.id - kDeviceVarId].name : "", r.elem);
   rep->index = int64_t(addr - r.lo);
   rep->extent = int64_t(r.hi - r.lo);
   rep->access[0] = kind;
@@ -385,7 +437,7 @@ CN_NOTSAN inline bool ordered(const Rec& p, bool shared, uint16_t epoch, const T
   if (!s.lanes) return false;
   const uint32_t W = s.width;
   if (plin / W != t->lin / W) return false;
-  return s.vc[t->lin * W + plin % W] > s.clk_base + p.clock;
+  return s.vc[t->lin * W + plin % W] > s.clk_base + (p.clock & kClockMax);
 }
 
 CN_NOTSAN inline void flush_pending() {
@@ -405,6 +457,7 @@ CN_NOTSAN __attribute__((always_inline)) inline bool conflicts(const Rec& q, boo
                                                               bool atomic, bool cas, bool shared,
                                                               uint16_t epoch, const ThreadInfo* t) {
   if (!live(q) || q.thread == me.thread) return false;
+  if ((q.clock & me.clock & 0xF000) == 0) return false;  // different bytes of the granule
   if (atomic && (q.epoch & kAtomicBit)) return false;
   if (cas && !q_write && !(q.epoch & kAtomicBit)) return false;          // CAS vs plain read
   if (!write && !atomic && q_write && (q.epoch & kCasBit)) return false;  // plain read vs CAS
@@ -428,9 +481,8 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
   uint32_t clock = 0;
   if (s.lanes) {
     uint32_t own = s.vc[t->lin * s.width + t->lin % s.width] - s.clk_base;
-    clock = own < 0xFFFF ? own : 0xFFFF;
+    clock = own < kClockMax ? own : kClockMax;
   }
-  me.clock = uint16_t(clock);
   if (atomic && !shared) {
     if (s.fenced[t->lin] && s.released && s.glin < s.ngroups) {
       uint16_t v = uint16_t(s.ep_dev + 1);
@@ -445,8 +497,13 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
   const uintptr_t first = off >> r->shift, last = (end - 1) >> r->shift;
   bool reported = false;
 #define CN_CONFLICTS(Q, QW) conflicts(Q, QW, me, write, atomic, cas, shared, epoch, t)
+  const uintptr_t gbytes = uintptr_t(1) << r->shift;
   for (uintptr_t k = first; k <= last; ++k) {
     Entry& e = r->shadow[k];
+    const uintptr_t g0 = k << r->shift;  // the granule's offset
+    me.clock = uint16_t(clock | byte_mask(uint32_t((off > g0 ? off : g0) - g0),
+                                          uint32_t((end < g0 + gbytes ? end : g0 + gbytes) - g0)));
+    const uintptr_t at = r->lo + (off > g0 ? off : g0);  // the first byte of this granule accessed
     if (write) {
       if (!reported && CN_CONFLICTS(e.w, true)) {
         uintptr_t ga = r->lo + (k << r->shift);
@@ -464,15 +521,15 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
           q.pc = me.pc;
           std::memcpy(q.before, reinterpret_cast<const void*>(ga), gb);
         } else {
-          report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.w, kind_of(e.w, true));
+          report(*r, at, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.w, kind_of(e.w, true));
         }
         reported = true;
       }
       if (!reported && CN_CONFLICTS(e.r1, false)) {
-        report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r1, kind_of(e.r1, false));
+        report(*r, at, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r1, kind_of(e.r1, false));
         reported = true;
       } else if (!reported && CN_CONFLICTS(e.r2, false)) {
-        report(*r, a, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r2, kind_of(e.r2, false));
+        report(*r, at, atomic ? A_ATOMIC_WRITE : A_WRITE, me.pc, e.r2, kind_of(e.r2, false));
         reported = true;
       }
       e.w = me;
@@ -480,7 +537,7 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
       e.r2 = Rec{};
     } else {
       if (!reported && CN_CONFLICTS(e.w, true)) {
-        report(*r, a, atomic ? A_ATOMIC_READ : A_READ, me.pc, e.w, kind_of(e.w, true));
+        report(*r, at, atomic ? A_ATOMIC_READ : A_READ, me.pc, e.w, kind_of(e.w, true));
         reported = true;
       }
       if (!live(e.r1) || e.r1.thread == me.thread || ordered(e.r1, shared, epoch, t)) {
@@ -542,9 +599,10 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
       uint32_t clock = 0;
       if (s.lanes) {
         uint32_t own = s.vc[t->lin * s.width + t->lin % s.width] - s.clk_base;
-        clock = own < 0xFFFF ? own : 0xFFFF;
+        clock = own < kClockMax ? own : kClockMax;
       }
-      me.clock = uint16_t(clock);
+      const uint32_t in = uint32_t(off & ((uintptr_t(1) << r->shift) - 1));
+      me.clock = uint16_t(clock | byte_mask(in, in + n));
       if (write) {
         e.w = me;
         e.r1 = Rec{};
@@ -617,6 +675,27 @@ CN_NOTSAN __attribute__((visibility("hidden"))) void* __tsan_memmove(void* d, co
 }
 CN_NOTSAN __attribute__((visibility("hidden"))) void* __tsan_memset(void* d, int c, unsigned long n) {
   if (::cn::race::st.on) ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
+  return std::memset(d, c, n);
+}
+// The kernel's own memcpy/memmove/memset calls (GCC leaves them to the sanitizer runtime's
+// interceptors, which race-checking builds do not link; cn_cuda.h names these instead in the
+// kernel's code): a read of the source range, a write of the destination range.
+CN_NOTSAN __attribute__((noinline)) void* cn_race_memcpy(void* d, const void* src, size_t n) {
+  if (::cn::race::st.on && n) {
+    ::cn::race::access(src, uint32_t(n), false, __builtin_return_address(0));
+    ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
+  }
+  return std::memcpy(d, src, n);
+}
+CN_NOTSAN __attribute__((noinline)) void* cn_race_memmove(void* d, const void* src, size_t n) {
+  if (::cn::race::st.on && n) {
+    ::cn::race::access(src, uint32_t(n), false, __builtin_return_address(0));
+    ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
+  }
+  return std::memmove(d, src, n);
+}
+CN_NOTSAN __attribute__((noinline)) void* cn_race_memset(void* d, int c, size_t n) {
+  if (::cn::race::st.on && n) ::cn::race::access(d, uint32_t(n), true, __builtin_return_address(0));
   return std::memset(d, c, n);
 }
 CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_init() {}
