@@ -5,8 +5,12 @@ Three kernels, each in CUDA (``CudaKernel`` on the ``emulator`` engine) and in M
 barriers, and a histogram with atomics. Each is timed as a checked launch
 (``EmulatorOptions(checks=True)``) and as a race-checked launch (``races=True``), best of
 ``--repeat`` calls after a warm-up call (which compiles); the ratio is the cost of race checking.
-Target: at most 3x a checked launch. Shadow memory: 36 bytes per 4-byte granule of each
-writable buffer, and per element (up to 4 bytes) of each shared array.
+Target: at most 3x a checked launch. Race-checked launches run their groups serially, so the
+ratio is taken against a serial checked launch (``CUNUMPY_EMULATOR_THREADS=1``); where the
+emulator has that setting, the checked launch on the default worker threads is printed too.
+Times are per call, in ms, and include the call path (argument checks, copies). Shadow memory:
+36 bytes per 4-byte granule of each writable buffer (per element for 1- and 2-byte types), and
+per element (up to 4 bytes) of each shared array.
 
 Usage: ``python benchmarks/bench_races.py [--n N] [--repeat R] [--json PATH]``.
 """
@@ -25,8 +29,12 @@ import numpy as np
 os.environ.setdefault("CUNUMPY_CUDA_ENGINE", "emulator")
 os.environ.setdefault("CUNUMPY_METAL_ENGINE", "emulator")
 
+from cunumpy import config
 from cunumpy.emulation import EmulatorOptions, emulate_cuda_kernel
 from cunumpy.kernels import CudaKernel, MetalKernel
+
+HAS_THREADS = hasattr(config, "emulator_threads")
+"""Whether this emulator runs groups on worker threads (``CUNUMPY_EMULATOR_THREADS``)."""
 
 CUDA = {
     "elementwise": r"""
@@ -85,13 +93,22 @@ if (t < 64) atomic_fetch_add_explicit(&bins[t],
 }
 
 
-def _best(call: Callable[[], Any], repeat: int) -> float:
-    call()  # compiles
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t)
+def _best(call: Callable[[], Any], repeat: int, threads: str | None = None) -> float:
+    saved = os.environ.get("CUNUMPY_EMULATOR_THREADS")
+    if threads is not None:
+        os.environ["CUNUMPY_EMULATOR_THREADS"] = threads
+    try:
+        call()  # compiles
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t)
+    finally:
+        if saved is None:
+            os.environ.pop("CUNUMPY_EMULATOR_THREADS", None)
+        else:
+            os.environ["CUNUMPY_EMULATOR_THREADS"] = saved
     return min(times)
 
 
@@ -141,13 +158,19 @@ def main() -> None:
     rows = []
     for dialect, make in (("cuda", _cuda_calls), ("metal", _metal_calls)):
         for name in ("elementwise", "reduction", "histogram"):
-            t_checked = _best(make(name, args.n, checked), args.repeat)
+            t_serial = _best(make(name, args.n, checked), args.repeat, "1")
             t_races = _best(make(name, args.n, races), args.repeat)
-            rows.append({"dialect": dialect, "kernel": name, "n": args.n,
-                         "checked_s": t_checked, "races_s": t_races,
-                         "ratio": t_races / t_checked})
-            print(f"{dialect:5s} {name:12s} n={args.n}: checked {t_checked * 1e3:8.2f} ms, "
-                  f"races {t_races * 1e3:8.2f} ms, ratio {t_races / t_checked:5.2f}x")
+            row = {"dialect": dialect, "kernel": name, "n": args.n,
+                   "checked_serial_s": t_serial, "races_s": t_races,
+                   "ratio": t_races / t_serial}
+            line = (f"{dialect:5s} {name:12s} n={args.n}: checked serial {t_serial * 1e3:8.2f} ms, "
+                    f"races {t_races * 1e3:8.2f} ms, ratio {t_races / t_serial:5.2f}x")
+            if HAS_THREADS:
+                t_par = _best(make(name, args.n, checked), args.repeat)
+                row["checked_parallel_s"] = t_par
+                line += f" (checked on worker threads {t_par * 1e3:8.2f} ms)"
+            rows.append(row)
+            print(line)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)

@@ -323,7 +323,7 @@ def generate_source(
         # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
         "  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {",
         "    ::cn::g.cur = &t;",
-        f"    {program.call}({', '.join(names)});",
+        f"    CN_RACE_TRY {program.call}({', '.join(names)}); CN_RACE_CATCH",
         "  };",
         f"  int rc = cn::run_grid<{'true' if rw.sync else 'false'}, "
         f"{'true' if checks else 'false'}>(d, {nslots}, cn_fn);",

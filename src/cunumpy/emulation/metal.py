@@ -214,7 +214,7 @@ def generate_source(
         *defs,
         # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
         "  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {",
-        f"    {call}({', '.join(args)});",
+        f"    CN_RACE_TRY {call}({', '.join(args)}); CN_RACE_CATCH",
         "  };",
         "  (void)cn_fn;",
         f"  return cn::run_grid<{'true' if fibers else 'false'}, "

@@ -470,12 +470,13 @@ template <class T> using arg_t = typename same<T>::type;
 }  // namespace cuda
 }  // namespace cn
 
-#define CN_ATOMIC(NAME, EXPR)                                                              \
+#define CN_ATOMIC(NAME, EXPR, LOCK)                                                        \
   template <class T>                                                                       \
   __attribute__((always_inline)) inline T NAME(T* p, cn::cuda::arg_t<T> val) {            \
     CN_RACE_ATOMIC;                                                                        \
     T old = *p;                                                                            \
     *p = (EXPR);                                                                           \
+    CN_RACE_SYNC(p, old, *p, true, LOCK);                                                  \
     return old;                                                                            \
   }                                                                                        \
   template <class T>                                                                       \
@@ -489,16 +490,16 @@ template <class T> using arg_t = typename same<T>::type;
   template <class T>                                                                       \
   inline T NAME##_system(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); }
 
-CN_ATOMIC(atomicAdd, T(old + val))
-CN_ATOMIC(atomicSub, T(old - val))
-CN_ATOMIC(atomicExch, val)
-CN_ATOMIC(atomicMin, (val < old ? val : old))
-CN_ATOMIC(atomicMax, (old < val ? val : old))
-CN_ATOMIC(atomicAnd, T(old & val))
-CN_ATOMIC(atomicOr, T(old | val))
-CN_ATOMIC(atomicXor, T(old ^ val))
-CN_ATOMIC(atomicInc, (old >= val ? T(0) : T(old + 1)))
-CN_ATOMIC(atomicDec, ((old == 0 || old > val) ? val : T(old - 1)))
+CN_ATOMIC(atomicAdd, T(old + val), false)
+CN_ATOMIC(atomicSub, T(old - val), false)
+CN_ATOMIC(atomicExch, val, true)
+CN_ATOMIC(atomicMin, (val < old ? val : old), false)
+CN_ATOMIC(atomicMax, (old < val ? val : old), false)
+CN_ATOMIC(atomicAnd, T(old & val), false)
+CN_ATOMIC(atomicOr, T(old | val), false)
+CN_ATOMIC(atomicXor, T(old ^ val), false)
+CN_ATOMIC(atomicInc, (old >= val ? T(0) : T(old + 1)), false)
+CN_ATOMIC(atomicDec, ((old == 0 || old > val) ? val : T(old - 1)), false)
 #undef CN_ATOMIC
 
 template <class T>
@@ -507,6 +508,7 @@ __attribute__((always_inline)) inline T atomicCAS(T* p, cn::cuda::arg_t<T> compa
   CN_RACE_CAS;
   T old = *p;
   if (old == compare) *p = val;
+  CN_RACE_SYNC(p, old, *p, old == compare, true);
   return old;
 }
 template <class T>
@@ -980,6 +982,10 @@ using ::cn_race_memset;
 #define memcpy cn_race_memcpy
 #define memmove cn_race_memmove
 #define memset cn_race_memset
+// The builtins too (a constant-size __builtin_memcpy is expanded after the instrumentation ran).
+#define __builtin_memcpy cn_race_memcpy
+#define __builtin_memmove cn_race_memmove
+#define __builtin_memset cn_race_memset
 #endif
 
 #endif  // CN_CUDA_H

@@ -439,10 +439,10 @@ inline T exclusive_scan(const G& g, T value, CN_CG_SITE) {
 // <cooperative_groups/memcpy_async.h>: each member copies its share; wait() syncs the group.
 // ---------------------------------------------------------------------------------------------
 
-// Race checking leaves the copy out (CN_NOTSAN): its byte-wise shares would look like races on
-// the word-sized granules of the destination; wait() orders what follows.
+// Race checking sees the copy: each member's bytes are its own (races are checked per byte within
+// a granule), and wait() orders what follows.
 template <class G, class D, class S>
-CN_NOTSAN inline void memcpy_async(const G& g, D&& dst, S&& src, size_t bytes) {
+inline void memcpy_async(const G& g, D&& dst, S&& src, size_t bytes) {
   unsigned long long n = g.num_threads(), r = g.thread_rank();
   unsigned char* d = ::cn::cuda::cast<unsigned char*>(dst);
   const unsigned char* s = ::cn::cuda::cast<const unsigned char*>(src);

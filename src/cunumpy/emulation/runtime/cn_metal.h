@@ -114,6 +114,9 @@ void resolve(cn::Fiber** lanes, uint32_t width) {
   for (uint32_t q0 = 0; q0 < width; q0 += w) {
     cn::Fiber** L = lanes + q0;
     if constexpr (OP == NOP) {
+      // simdgroup_barrier(mem_flags::mem_none) (arg 0): the lanes meet, but no memory is ordered.
+      for (uint32_t i = 0; i < w; ++i)
+        if (L[i] && L[i]->arg == 0) cn::race::st.unordered_sync = true;
       continue;
     } else if constexpr (OP <= XOR) {
       bool have = false;
@@ -325,8 +328,8 @@ inline bool quad_any(bool b, CN_LANE_SITE) {
 inline bool quad_is_first(CN_LANE_SITE) {
   return cn_lanes::exchange<cn_lanes::IS_FIRST, 4>(true, 0, line, file);
 }
-inline void simdgroup_barrier(mem_flags = mem_flags::mem_none, CN_LANE_SITE) {
-  (void)cn_lanes::exchange<cn_lanes::NOP, 0>(false, 0, line, file);
+inline void simdgroup_barrier(mem_flags f = mem_flags::mem_none, CN_LANE_SITE) {
+  (void)cn_lanes::exchange<cn_lanes::NOP, 0>(false, int64_t(unsigned(f)), line, file);
 }
 
 #undef CN_LANE_SITE
@@ -364,7 +367,7 @@ inline void atomic_thread_fence(mem_flags f, memory_order,
   if (unsigned(f) & unsigned(mem_flags::mem_device)) CN_RACE_FENCE();
 }
 
-#define CN_ATOMIC_RMW(NAME, EXPR)                                                         \
+#define CN_ATOMIC_RMW(NAME, EXPR, LOCK)                                                   \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T NAME(volatile atomic<T>* o, cn_arg<T> a,       \
                                                memory_order = memory_order_relaxed) {     \
@@ -372,6 +375,7 @@ inline void atomic_thread_fence(mem_flags f, memory_order,
     atomic<T>* p = const_cast<atomic<T>*>(o);                                             \
     T old = p->v;                                                                         \
     p->v = (EXPR);                                                                        \
+    CN_RACE_SYNC(o, old, p->v, true, LOCK);                                               \
     return old;                                                                           \
   }                                                                                       \
   template <class T>                                                                      \
@@ -379,21 +383,23 @@ inline void atomic_thread_fence(mem_flags f, memory_order,
     return NAME(&o[0], a, m);                                                             \
   }
 
-CN_ATOMIC_RMW(atomic_fetch_add_explicit, T(old + a))
-CN_ATOMIC_RMW(atomic_fetch_sub_explicit, T(old - a))
-CN_ATOMIC_RMW(atomic_fetch_and_explicit, T(old & a))
-CN_ATOMIC_RMW(atomic_fetch_or_explicit, T(old | a))
-CN_ATOMIC_RMW(atomic_fetch_xor_explicit, T(old ^ a))
-CN_ATOMIC_RMW(atomic_fetch_min_explicit, (a < old ? a : old))
-CN_ATOMIC_RMW(atomic_fetch_max_explicit, (old < a ? a : old))
-CN_ATOMIC_RMW(atomic_exchange_explicit, a)
+CN_ATOMIC_RMW(atomic_fetch_add_explicit, T(old + a), false)
+CN_ATOMIC_RMW(atomic_fetch_sub_explicit, T(old - a), false)
+CN_ATOMIC_RMW(atomic_fetch_and_explicit, T(old & a), false)
+CN_ATOMIC_RMW(atomic_fetch_or_explicit, T(old | a), false)
+CN_ATOMIC_RMW(atomic_fetch_xor_explicit, T(old ^ a), false)
+CN_ATOMIC_RMW(atomic_fetch_min_explicit, (a < old ? a : old), false)
+CN_ATOMIC_RMW(atomic_fetch_max_explicit, (old < a ? a : old), false)
+CN_ATOMIC_RMW(atomic_exchange_explicit, a, true)
 #undef CN_ATOMIC_RMW
 
 template <class T>
 __attribute__((always_inline)) inline T atomic_load_explicit(const volatile atomic<T>* o,
                                                             memory_order = memory_order_relaxed) {
   CN_RACE_ATOMIC;
-  return const_cast<const atomic<T>*>(o)->v;
+  T v = const_cast<const atomic<T>*>(o)->v;
+  CN_RACE_SYNC(o, v, v, false, false);
+  return v;
 }
 template <class T>
 inline T atomic_load_explicit(cn::ptr<atomic<T>> o, memory_order m = memory_order_relaxed) {
@@ -407,7 +413,9 @@ template <class T>
 __attribute__((always_inline)) inline void atomic_store_explicit(
     volatile atomic<T>* o, cn_arg<T> a, memory_order = memory_order_relaxed) {
   CN_RACE_ATOMIC;
+  T old = const_cast<atomic<T>*>(o)->v;
   const_cast<atomic<T>*>(o)->v = a;
+  CN_RACE_SYNC(o, old, T(a), true, false);
 }
 template <class T>
 inline void atomic_store_explicit(cn::ptr<atomic<T>> o, cn_arg<T> a,
@@ -422,10 +430,13 @@ inline bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* o, cn_arg<
   CN_RACE_CAS;
   atomic<T>* p = const_cast<atomic<T>*>(o);
   if (p->v == *expected) {
+    T old = p->v;
     p->v = desired;
+    CN_RACE_SYNC(o, old, T(desired), true, true);
     return true;
   }
   *expected = p->v;
+  CN_RACE_SYNC(o, T(*expected), T(*expected), false, true);
   return false;
 }
 template <class T>

@@ -18,13 +18,21 @@
 //   * different groups: nothing, except atomics against atomics (never a race) and a group
 //     that published its writes with a device fence followed by an atomic, read by a thread
 //     that has done an atomic itself (the "last block" pattern of fence-based reductions).
+//   * locks: accesses made by two threads that both hold a lock (taken by a compare-and-swap or
+//     exchange that turns 0 into another value, released by storing 0 there) are ordered;
+//   * simdgroup_barrier(mem_none) meets but orders no memory.
 // Two writes of the same bytes by two threads are tolerated (as GPUVerify does by default);
-// a read against such a write is not.
+// a read against such a write is not. Accesses to different bytes of one granule never race.
+//
+// Tracked memory: writable buffer arguments, shared arrays, `__device__` variables (registered
+// by DeviceVar objects the CUDA rewriter appends to their declarations); the kernel's memcpy,
+// memmove and memset calls reach cn_race_memcpy & co (cn_cuda.h renames them in user code).
 //
 // Shadow state: one Entry (the last write and the last two reads, 12 bytes each: 36 bytes) per
 // granule: 4 bytes of a buffer (its element size when smaller), the element size of a shared
 // array (up to 4 bytes). Records name their thread, the barrier epoch of its group, its lane's
-// clock and the access's code address (turned into file:line by the Python side). Nothing is
+// clock, the bytes of the granule touched, whether the thread held a lock, and the access's
+// code address (turned into file:line by the Python side). Nothing is
 // cleared between groups or barriers: records carry the group (through the thread number) and
 // the epoch, so a shared-memory record of an earlier group is stale and one of an earlier epoch
 // is ordered.
@@ -52,6 +60,8 @@ struct Rec {
                         // which bytes of the granule the access touched (high 4 bits)
 };
 constexpr uint32_t kClockMax = 0x0FFF;
+constexpr uint32_t kPcMask = 0x7FFFFF;     // Rec::pc: code offset
+constexpr uint32_t kLockedBit = 0x800000;  // Rec::pc: made while holding a lock
 
 // Bytes [lo, hi) of a granule (of at most 4 bytes) as the high 4 bits of Rec::clock.
 CN_NOTSAN __attribute__((always_inline)) inline uint16_t byte_mask(uint32_t lo, uint32_t hi) {
@@ -132,6 +142,8 @@ struct State {
   uint16_t ep_tg = 0, ep_dev = 0;  // barrier epochs of the running group
   bool lanes = false;
   bool on = false;
+  uint32_t held = 0;  // locks held by threads of the running group
+  bool unordered_sync = false;  // the lane exchange being resolved orders no memory
   int cas_depth = 0;
   uint32_t width = 32;
   uint32_t* vc = nullptr;  // lane clocks: vc[lin * width + lane] (fiber mode only)
@@ -149,6 +161,15 @@ struct State {
   uint16_t* released = nullptr;  // per group: 1 + last device epoch published (0: none)
   uint64_t ngroups = 0;
   uint32_t thread_cap = 0;
+  // Locks (atomicCAS(l, 0, v) / atomicExch(l, v) seeing 0 acquires, storing 0 releases), per
+  // thread of the group: the lock held and how many times.
+  uintptr_t* lock_at = nullptr;
+  uint32_t* lock_depth = nullptr;
+  // Spin-wait guard: atomics of the running thread on one address that keep seeing one value.
+  uintptr_t spin_at = 0;
+  uint64_t spin_old = 0;
+  uint32_t spin_thread = 0;
+  uint32_t spin_count = 0;
   Pending pending[64];
   int npending = 0;
   Entry* shared_shadow[256] = {};
@@ -270,6 +291,10 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
   if (threads_per_group > s.thread_cap) {
     std::free(s.fenced);
     std::free(s.acquired);
+    std::free(s.lock_at);
+    std::free(s.lock_depth);
+    s.lock_at = static_cast<uintptr_t*>(std::calloc(threads_per_group, sizeof(uintptr_t)));
+    s.lock_depth = static_cast<uint32_t*>(std::calloc(threads_per_group, sizeof(uint32_t)));
     s.fenced = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.acquired = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.thread_cap = threads_per_group;
@@ -302,6 +327,10 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   s.last = &no_region;
   s.miss_page = 0;
   std::memset(s.fenced, 0, nthreads);
+  std::memset(s.lock_at, 0, nthreads * sizeof(uintptr_t));
+  std::memset(s.lock_depth, 0, nthreads * sizeof(uint32_t));
+  s.held = 0;
+  s.spin_count = 0;
   std::memset(s.acquired, 0, nthreads);
   s.lanes = fibers;
   if (!fibers) return;
@@ -314,6 +343,11 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   s.clk_base = s.clk_max + 1;
   s.clk_max = s.clk_base;
   for (uint32_t i = 0; i < nthreads; ++i) s.vc[i * s.width + i % s.width] = s.clk_base;
+}
+
+// kLockedBit when thread `t` holds a lock.
+CN_NOTSAN __attribute__((always_inline)) inline uint32_t locked_bit(const ThreadInfo* t) {
+  return st.held && st.lock_depth[t->lin] ? kLockedBit : 0;
 }
 
 // A shared slot was placed for this group.
@@ -351,6 +385,10 @@ CN_NOTSAN inline void barrier(int flags) {
 // The lanes of SIMD group `sub` in `lanes` (non-null) took part in one exchange.
 CN_NOTSAN inline void lanes_synced(Fiber** lanes, uint32_t w, uint32_t sub, uint32_t nthreads) {
   State& s = st;
+  if (s.unordered_sync) {
+    s.unordered_sync = false;
+    return;
+  }
   if (!s.on || !s.lanes) return;
   const uint32_t W = s.width;
   uint32_t join[kMaxWidth] = {};
@@ -373,6 +411,75 @@ CN_NOTSAN inline void fence() {
   State& s = st;
   if (!s.on || !g.cur) return;
   s.fenced[g.cur->lin] = 1;
+}
+
+// Thrown out of a thread that spins on an atomic nothing changes (caught by the launch glue).
+struct Stuck {};
+constexpr uint32_t kSpinLimit = 1u << 24;
+
+__attribute__((noinline, cold)) CN_NOTSAN inline void stuck(uintptr_t at) {
+  int k = -1;
+  State& s = st;
+  for (int j = 0; j < s.nregions; ++j)
+    if (at - s.regions[j].lo < s.regions[j].hi - s.regions[j].lo) k = j;
+  fail_fatal(ERR_INTERNAL, 0, nullptr,
+             "a thread repeated an atomic operation %u times on %s%s and saw the same value every "
+             "time: it waits for another thread, but the emulator runs the threads of a group "
+             "one after another between barriers (and the groups one after another), so the "
+             "thread it waits for cannot run; wait at a barrier instead, or split the kernel in "
+             "two launches",
+             kSpinLimit, k >= 0 && s.regions[k].shared ? "shared memory" : "device memory",
+             k >= 0 ? "" : " (untracked)");
+  throw Stuck{};
+}
+
+// The bits of an atomic's value (up to 8 bytes; larger ones compare as 1).
+template <class T>
+CN_NOTSAN __attribute__((always_inline)) inline uint64_t bits(const T& v) {
+  uint64_t b = 0;
+  if constexpr (sizeof(T) <= 8) {
+    __builtin_memcpy(&b, &v, sizeof(T));
+  } else {
+    b = 1;
+  }
+  return b;
+}
+
+// An atomic by the running thread at `at` that found `old` and left `now` (`wrote`: it stored).
+// Takes and releases locks (a compare-and-swap or exchange turning 0 into another value takes
+// one; storing 0 where the thread holds one releases it) and stops spin-waits that cannot end.
+CN_NOTSAN inline void sync_op(const volatile void* p, uint64_t old, uint64_t now, bool wrote,
+                              bool lock_like) {
+  State& s = st;
+  const ThreadInfo* t = g.cur;
+  if (!s.on || !t || !s.lock_at) return;
+  const uintptr_t at = uintptr_t(p);
+  const uint32_t th = s.gfirst + t->lin + 1;
+  if (at == s.spin_at && th == s.spin_thread && old == s.spin_old) {
+    if (++s.spin_count >= kSpinLimit) stuck(at);
+  } else {
+    s.spin_at = at;
+    s.spin_thread = th;
+    s.spin_old = old;
+    s.spin_count = 0;
+  }
+  if (!wrote) return;
+  uint32_t& depth = s.lock_depth[t->lin];
+  if (lock_like && old == 0 && now != 0 && (depth == 0 || s.lock_at[t->lin] == at)) {
+    s.lock_at[t->lin] = at;
+    ++depth;
+    ++s.held;
+  } else if (now == 0 && depth && s.lock_at[t->lin] == at) {
+    --depth;
+    --s.held;
+  }
+}
+
+// The running thread's plain store of zero at `at` releases a lock it holds there.
+CN_NOTSAN inline bool plain_release(uintptr_t at, const ThreadInfo* t) {
+  State& s = st;
+  if (!s.held || !s.lock_depth[t->lin] || s.lock_at[t->lin] != at) return false;
+  return true;
 }
 
 CN_NOTSAN inline void decompose(uint32_t lin, const uint32_t* size, uint32_t* out) {
@@ -401,8 +508,8 @@ __attribute__((noinline, cold)) CN_NOTSAN inline void report(const Region& r, ui
   rep->extent = int64_t(r.hi - r.lo);
   rep->access[0] = kind;
   rep->access[1] = prior_kind;
-  rep->pc[0] = pc & 0xFFFFFF;
-  rep->pc[1] = prior.pc & 0xFFFFFF;
+  rep->pc[0] = pc & kPcMask;
+  rep->pc[1] = prior.pc & kPcMask;
   if (!t) return;
   uint32_t pt = prior.thread - 1;
   uint32_t pg = pt / (st.dsz ? st.dsz : 1), plin = pt % (st.dsz ? st.dsz : 1);
@@ -458,6 +565,7 @@ CN_NOTSAN __attribute__((always_inline)) inline bool conflicts(const Rec& q, boo
                                                               uint16_t epoch, const ThreadInfo* t) {
   if (!live(q) || q.thread == me.thread) return false;
   if ((q.clock & me.clock & 0xF000) == 0) return false;  // different bytes of the granule
+  if (q.pc & me.pc & kLockedBit) return false;            // both inside critical sections
   if (atomic && (q.epoch & kAtomicBit)) return false;
   if (cas && !q_write && !(q.epoch & kAtomicBit)) return false;          // CAS vs plain read
   if (!write && !atomic && q_write && (q.epoch & kCasBit)) return false;  // plain read vs CAS
@@ -470,12 +578,18 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
   State& s = st;
   const ThreadInfo* t = g.cur;
   if (!t) return;
-  const bool atomic = s.atomic_depth > 0;
+  bool atomic = s.atomic_depth > 0;
+  if (!atomic && write && s.held && plain_release(a, t)) {
+    // `lock = 0` by the thread holding the lock: a release, ordered like an atomic.
+    atomic = true;
+    --s.lock_depth[t->lin];
+    --s.held;
+  }
   const bool shared = r->shared != 0;
   const uint16_t epoch = shared ? s.ep_tg : s.ep_dev;
   Rec me;
   me.thread = s.gfirst + t->lin + 1;
-  me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & 0xFFFFFF) | (s.gen << 24);
+  me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) | (s.gen << 24) | locked_bit(t);
   const bool cas = s.cas_depth > 0;
   me.epoch = uint16_t(epoch | (atomic ? kAtomicBit : 0) | (cas ? kCasBit : 0));
   uint32_t clock = 0;
@@ -585,7 +699,7 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
   const ThreadInfo* t = g.cur;
   const uintptr_t off = a - r->lo;
   const uint32_t n = size ? size : 1;
-  if (__builtin_expect(t != nullptr && s.atomic_depth == 0 && ((off ^ (off + n - 1)) >> r->shift) == 0 &&
+  if (__builtin_expect(t != nullptr && (s.atomic_depth | int(s.held)) == 0 && ((off ^ (off + n - 1)) >> r->shift) == 0 &&
                        off + n <= r->hi - r->lo, 1)) {
     Entry& e = r->shadow[off >> r->shift];
     const uint32_t th = s.gfirst + t->lin + 1;
@@ -594,7 +708,7 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
     if (write ? (CN_QUIET(e.w) && CN_QUIET(e.r1) && CN_QUIET(e.r2)) : (CN_QUIET(e.w) && CN_QUIET(e.r1))) {
       Rec me;
       me.thread = th;
-      me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & 0xFFFFFF) | (gen << 24);
+      me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) | (gen << 24) | locked_bit(t);
       me.epoch = r->shared ? s.ep_tg : s.ep_dev;
       uint32_t clock = 0;
       if (s.lanes) {
@@ -624,6 +738,11 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
 #define CN_RACE_ATOMIC ::cn::race::AtomicScope cn_atomic_scope_
 #define CN_RACE_CAS ::cn::race::CasScope cn_atomic_scope_
 #define CN_RACE_FENCE() ::cn::race::fence()
+// Around each thread's call in the launch glue: a thread stopped in a spin-wait ends there.
+#define CN_RACE_TRY try {
+#define CN_RACE_CATCH } catch (const ::cn::race::Stuck&) {}
+#define CN_RACE_SYNC(P, OLD, NOW, WROTE, LOCK) \
+  ::cn::race::sync_op((P), ::cn::race::bits(OLD), ::cn::race::bits(NOW), (WROTE), (LOCK))
 extern "C" {
 #define CN_TSAN_RW(N)                                                                         \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_read##N(void* p) {             \
@@ -771,6 +890,9 @@ CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_atomic_signal_fence(
 #define CN_RACE_ATOMIC (void)0
 #define CN_RACE_CAS (void)0
 #define CN_RACE_FENCE() (void)0
+#define CN_RACE_SYNC(P, OLD, NOW, WROTE, LOCK) (void)0
+#define CN_RACE_TRY
+#define CN_RACE_CATCH
 #endif
 
 #endif  // CN_RACE_H
