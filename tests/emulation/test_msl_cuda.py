@@ -97,7 +97,7 @@ def test_unsupported_constructs_raise_naming_the_engine() -> None:
     k = MetalKernel("float4 c = tex.read(uint2(0, 0)); y[0] = c.x;", inputs=["x"],
                     outputs=["y"], header="texture2d<float> tex;\n", name="tex")
     sig = _signature(k, np.zeros(8, np.float32), out=np.zeros(1, np.float32), n_threads=1)
-    with pytest.raises(NotImplementedError, match=r"\[cuda kernel 'tex'\] header:1 .*texture2d"):
+    with pytest.raises(NotImplementedError, match=r"\[metal-cuda kernel 'tex'\] header:1 .*texture2d"):
         translate(sig)
 
 
@@ -108,8 +108,10 @@ def test_nvrtc_log_lines_point_at_body_and_header() -> None:
 
 
 def test_engine_names() -> None:
-    assert resolve_metal_engine("cuda") == "cuda"
-    assert get_metal_engine("cuda").name == "cuda"
+    # One name (the engine table's), and the setting users type as an alias of it.
+    assert resolve_metal_engine("cuda") == resolve_metal_engine("metal-cuda") == "metal-cuda"
+    assert get_metal_engine("cuda") is get_metal_engine("metal-cuda")
+    assert get_metal_engine("cuda").name == "metal-cuda"
     with pytest.raises(ValueError, match="valid engines"):
         resolve_metal_engine("metal-on-cuda")
 

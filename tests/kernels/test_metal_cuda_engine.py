@@ -129,7 +129,7 @@ def test_assert_kernels_agree_on_the_cuda_engine(monkeypatch: pytest.MonkeyPatch
         rng = np.random.default_rng(seed)
         return rng.random(300, dtype=np.float32), np.zeros(300, np.float32)
 
-    assert assert_kernels_agree(kern, make_args, ports=["metal"]) == {"metal": "cuda"}
+    assert assert_kernels_agree(kern, make_args, ports=["metal"]) == {"metal": "metal-cuda"}
 
 
 def test_repeated_calls_reuse_a_plan_and_follow_every_change() -> None:

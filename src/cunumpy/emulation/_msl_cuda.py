@@ -39,7 +39,7 @@ from cunumpy.emulation._rewrite import (
 
 __all__ = ["ENGINE", "KERNEL_NAME", "MAX_DIMS", "CudaUnit", "translate"]
 
-ENGINE = "cuda"
+ENGINE = "metal-cuda"
 KERNEL_NAME = "cn_metal_kernel"
 MAX_DIMS = 12
 """Most dimensions an input may have when the body reads its ``_shape``/``_strides``."""

@@ -1,4 +1,4 @@
-"""The per-call fast path of the ``cuda`` MetalKernel engine.
+"""The per-call fast path of the ``metal-cuda`` MetalKernel engine (setting ``cuda``).
 
 A MetalKernel call on CuPy arrays and Python numbers, repeated with the same dtypes, shapes,
 strides, template, ``n_threads`` and threadgroup (a time loop), needs the full front end only
@@ -201,9 +201,11 @@ def _build(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, te
                 return None
     threads = tg[0] * tg[1] * tg[2]
     groups = tuple(-(-g // t) for g, t in zip(grid, tg))
-    if threads > 1024 or groups[1] > 65535 or groups[2] > 65535:
+    limits = engine.limits()
+    if threads > limits.max_threads_per_threadgroup or any(
+            n > most for n, most in zip(groups, limits.max_threadgroups)):
         return None  # the full path raises the error
-    function, unit = engine.compile(sig, small, threads)
+    function, unit = engine.compile(kernel.program(sig), small, threads)
     keep: list[Any] = []
     args: list[tuple[int, int, Any]] = []
     for a in unit.args:
@@ -211,7 +213,7 @@ def _build(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, te
             args.append((_SMALL, a.arg, bound[a.arg][1]))
         elif a.kind == "meta":
             dev = bound[a.arg][0]
-            buf = _meta(dev, f"[cuda kernel {kernel.name!r}]", sig, a.arg)
+            buf = _meta(dev, f"[{engine.name} kernel {kernel.name!r}]", sig, a.arg)
             keep.append(buf)
             args.append((_CONST, a.arg, CPointer(buf.ctypes.data)))
         else:

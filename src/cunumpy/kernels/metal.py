@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from cunumpy import profiling
+from cunumpy._engines._base import Program
+from cunumpy._engines._metal import MetalLaunch, metal_program
 from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_signature
 from cunumpy.kernels._metal_checks import _check_threadgroup
 from cunumpy.kernels._metal_dtypes import is_bfloat16, msl_dtype, supported_dtypes
@@ -172,8 +174,9 @@ class MetalKernel:
         self.atomic_outputs = bool(atomic_outputs)
         self.init_value = init_value
         self.ensure_row_contiguous = bool(ensure_row_contiguous)
-        self.emulator_options = emulator_options
+        self._emulator_options = emulator_options
         self._signatures: dict[Any, MetalSignature] = {}
+        self._programs: dict[tuple[int, str], tuple[MetalSignature, Program, dict]] = {}
         # Per input: does the body subscript it (``a[``)? A number passed for such an input is a
         # one-element array, otherwise a 0-d value as MLX makes it.
         self._subscripted = tuple(
@@ -181,6 +184,41 @@ class MetalKernel:
             for n in self.input_names
         )
         self._templates: dict[Any, tuple[tuple[str, Any], ...]] = {}
+
+    @property
+    def emulator_options(self) -> Any:
+        """The CPU emulator's options (None: from the environment at each launch). Setting
+        them makes new programs, so the next launch of every variant prepares afresh."""
+        return self._emulator_options
+
+    @emulator_options.setter
+    def emulator_options(self, value: Any) -> None:
+        self._emulator_options = value
+        self._programs = {}
+
+    def program(self, signature: MetalSignature, math_mode: str = "safe") -> Program:
+        """The frozen :class:`~cunumpy._engines._base.Program` engines get for one variant.
+
+        ``signature`` is the variant's (as :meth:`metal_source` describes it); one program per
+        signature and math mode, made once (changing :attr:`emulator_options` makes new ones).
+        """
+        return self._program(signature, math_mode)[1]
+
+    def _program(self, sig: MetalSignature,
+                 math_mode: str) -> tuple[MetalSignature, Program, dict]:
+        # Keyed by the signature object, which the variant cache keeps alive (so its id is
+        # stable); the entry keeps it too and is checked, so a reused id never matches.
+        key = (id(sig), math_mode)
+        hit = self._programs.get(key)
+        if hit is None or hit[0] is not sig:
+            program = metal_program(
+                sig, input_names=self.input_names, output_names=self.output_names,
+                atomic_outputs=self.atomic_outputs,
+                ensure_row_contiguous=self.ensure_row_contiguous, math_mode=math_mode,
+                emulator_options=self._emulator_options,
+            )
+            hit = self._programs[key] = (sig, program, {})
+        return hit
 
     def __repr__(self) -> str:
         return (
@@ -308,8 +346,8 @@ class MetalKernel:
                 f"MetalKernel {self.name!r}: give either out= or output_shapes=/output_dtypes=, "
                 "not both"
             )
-        # The cuda engine also fills CuPy arrays in place (a copy on the device).
-        on_device = engine is not None and engine.name == "cuda"
+        # The metal-cuda engine also fills CuPy arrays in place (a copy on the device).
+        on_device = engine is not None and engine.device_out
         if on_device and engine.is_device_array(out) and not isinstance(out, (list, tuple)):
             out = [out]
         outs = [out] if isinstance(out, np.ndarray) else out
@@ -367,6 +405,19 @@ class MetalKernel:
                 f"(the total number of threads per dimension), got {n_threads!r}"
             )
         return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
+
+    def _check_groups(self, eng: MetalEngine, grid: tuple[int, int, int],
+                      threadgroup: tuple[int, int, int]) -> None:
+        """The grid's threadgroups per dimension within the engine's limits."""
+        most = eng.limits().max_threadgroups
+        if (grid[0] > threadgroup[0] * most[0] or grid[1] > threadgroup[1] * most[1]
+                or grid[2] > threadgroup[2] * most[2]):
+            groups = tuple(-(-g // t) for g, t in zip(grid, threadgroup))
+            raise ValueError(
+                f"MetalKernel {self.name!r}: grid {grid} with threadgroup {threadgroup} makes "
+                f"{groups} threadgroups; the {eng.name} engine allows at most {most} (put the "
+                "long axis first)"
+            )
 
     def _template(self, template: Any) -> tuple[tuple[str, Any], ...]:
         if template is None:
@@ -530,7 +581,7 @@ class MetalKernel:
             ``out`` itself (one output) or the tuple of outputs; device arrays in resident mode.
         """
         eng = get_metal_engine(engine)
-        if eng.name == "cuda":  # repeated calls on CuPy arrays: a cached launch plan
+        if eng.name == "metal-cuda":  # repeated calls on CuPy arrays: a cached launch plan
             fast = _cuda_fast[0]
             if fast is None:
                 from cunumpy.kernels import _metal_cuda_fast as fast
@@ -548,7 +599,7 @@ class MetalKernel:
              init_value: Any = None, math_mode: str = "safe", verbose: bool = False,
              requested: str | None = None) -> Any:
         """One launch (``__call__`` and :func:`cunumpy.kernels.metal_kernel` call it)."""
-        bound, outs, shapes, out_dtypes, grid, tmpl, sig = self._prepare(
+        bound, outs, shapes, out_dtypes, grid, _tmpl, sig = self._prepare(
             inputs, out, n_threads, template, output_shapes, output_dtypes, eng
         )
         tg = self.threadgroup if threadgroup is None else _check_threadgroup(threadgroup)
@@ -562,6 +613,7 @@ class MetalKernel:
         if eng.name == "emu-metal":
             warn_auto_fallback(requested)
         threadgroup = (min(tg[0], grid[0]), min(tg[1], grid[1]), min(tg[2], grid[2]))
+        self._check_groups(eng, grid, threadgroup)
         device_inputs = []
         contiguous = self.ensure_row_contiguous
         recording = profiling._active
@@ -577,20 +629,24 @@ class MetalKernel:
                     f"{dtype.name}{list(a.shape)}",
                 )
             device_inputs.append(dev)
-        into = {}
+        into = None
         if outs is not None and not all(isinstance(o, np.ndarray) for o in outs):
-            into = {"into": outs}  # device arrays given as out= (cuda engine): written in place
-        results = eng.launch(self, sig, device_inputs, shapes, out_dtypes, grid, threadgroup,
-                             tmpl, init_value=init_value, math_mode=math_mode, **into)
+            into = tuple(outs)  # device arrays given as out= (metal-cuda): written in place
+        _, program, prepared = self._program(sig, math_mode)
+        go = prepared.get(eng)
+        if go is None:
+            go = prepared[eng] = eng.prepare(program)
+        results = go(MetalLaunch(grid, threadgroup, tuple(device_inputs), tuple(shapes),
+                                 tuple(out_dtypes), init_value, into))
         if outs is None:
             return results[0] if len(results) == 1 else tuple(results)
         for i, (o, r) in enumerate(zip(outs, results)):
-            if not isinstance(o, np.ndarray):  # a device array (cuda engine): copy on the device
+            if not isinstance(o, np.ndarray):  # a device array (metal-cuda): copy on the device
                 if r is not o:
                     o[...] = r.reshape(o.shape)
                 continue
             view = eng.host_view(r)
-            if view.dtype == _U16 and is_bfloat16(o.dtype):  # cuda engine: bfloat16 as uint16
+            if view.dtype == _U16 and is_bfloat16(o.dtype):  # metal-cuda: bfloat16 as uint16
                 view = view.view(o.dtype)
             if view.shape != o.shape:
                 view = view.reshape(o.shape)
