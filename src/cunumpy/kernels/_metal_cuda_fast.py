@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from cunumpy import profiling
+from cunumpy.kernels._metal_cuda_run import MAX_RUNS, generate_run
 
 __all__ = ["Plan", "fast_call"]
 
@@ -115,6 +116,11 @@ def _small(engine: Any, dtype: np.dtype, value: Any) -> Any:
     return ptr
 
 
+def _small_or_none(engine: Any, dtype: np.dtype, value: Any) -> Any:
+    ptr = _small(engine, dtype, value)
+    return None if ptr is _MISS else ptr
+
+
 def fast_call(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, template: Any,
               threadgroup: Any, output_shapes: Any, output_dtypes: Any) -> Any:
     """Run the call through a cached plan; ``_MISS`` when the full path must run it."""
@@ -140,6 +146,12 @@ def fast_call(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any,
         if len(plans) >= _PLANS_PER_KERNEL:
             plans.clear()
         plans[key] = plan
+        made = generate_run(plan, engine, kernel, inputs, out, n_threads, template,
+                            threadgroup, output_shapes, output_dtypes, key[1], _small_or_none)
+        if made is not None:  # the next such call skips this function
+            runs = kernel.__dict__.setdefault("_cuda_runs", [])
+            runs.insert(0, made)
+            del runs[MAX_RUNS:]
     if plan.resident:
         outs = [cupy.empty(s, dtype=d) for s, d in zip(plan.out_shapes, plan.out_dtypes)]
     else:

@@ -581,7 +581,12 @@ class MetalKernel:
             ``out`` itself (one output) or the tuple of outputs; device arrays in resident mode.
         """
         eng = get_metal_engine(engine)
-        if eng.name == "metal-cuda":  # repeated calls on CuPy arrays: a cached launch plan
+        if eng.device_out:  # metal-cuda: repeated calls on CuPy arrays take a launch plan
+            for _, run in self.__dict__.get("_cuda_runs", ()):  # generated per plan
+                done = run(inputs, out, n_threads, template, threadgroup, output_shapes,
+                           output_dtypes)
+                if done is not None:
+                    return done
             fast = _cuda_fast[0]
             if fast is None:
                 from cunumpy.kernels import _metal_cuda_fast as fast
