@@ -18,14 +18,17 @@ from typing import Any
 import numpy as np
 
 from cunumpy import profiling
+from cunumpy.kernels._metal_cuda_run import CONST as _CONST
+from cunumpy.kernels._metal_cuda_run import INPUT as _INPUT
 from cunumpy.kernels._metal_cuda_run import MAX_RUNS, generate_run
+from cunumpy.kernels._metal_cuda_run import OUTPUT as _OUTPUT
+from cunumpy.kernels._metal_cuda_run import SMALL as _SMALL
 
 __all__ = ["Plan", "fast_call"]
 
 _I32 = (-(2**31), 2**31 - 1)
 _F32_MAX = float(np.finfo(np.float32).max)
 _MISS = object()
-_INPUT, _OUTPUT, _SMALL, _CONST = range(4)
 _PLANS_PER_KERNEL = 64
 
 

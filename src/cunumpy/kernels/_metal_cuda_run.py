@@ -34,8 +34,10 @@ import numpy as np
 from cunumpy import profiling
 from cunumpy.profiling import _compile_generated
 
-__all__ = ["MAX_RUNS", "generate_run", "plan_sources"]
+__all__ = ["CONST", "INPUT", "MAX_RUNS", "OUTPUT", "SMALL", "generate_run", "plan_sources"]
 
+INPUT, OUTPUT, SMALL, CONST = range(4)
+"""Kinds of a plan's kernel arguments (see :class:`~cunumpy.kernels._metal_cuda_fast.Plan`)."""
 MAX_RUNS = 4
 """Generated plan functions a kernel tries before the plan dictionary (most recent first)."""
 _SCALAR_CACHE = 4096
@@ -79,8 +81,6 @@ def generate_run(plan: Any, engine: Any, kernel: Any, inputs: tuple, out: Any, n
                  device: int, small: Callable[..., Any]) -> tuple[str, Callable[..., Any]] | None:
     """The text and function serving calls like this one through ``plan`` (None: not
     expressible inline; the plan dictionary serves such calls)."""
-    from cunumpy.kernels._metal_cuda_fast import _CONST, _INPUT, _OUTPUT, _SMALL
-
     cupy = engine._cupy
     array = cupy.ndarray
     ns: dict[str, Any] = {
@@ -171,11 +171,11 @@ def generate_run(plan: Any, engine: Any, kernel: Any, inputs: tuple, out: Any, n
                 )
     args = ["_L"]
     for kind, index, extra in plan.args:
-        if kind == _INPUT:
+        if kind == INPUT:
             args.append(f"a{index}")
-        elif kind == _OUTPUT:
+        elif kind == OUTPUT:
             args.append(f"o{index}")
-        elif kind == _SMALL:
+        elif kind == SMALL:
             ns[f"_c{index}"], ns[f"_n{index}"] = _scalar_cache(engine, extra, small)
             lines.append(
                 f"    p{index} = _c{index}.get(a{index})\n"
@@ -184,7 +184,7 @@ def generate_run(plan: Any, engine: Any, kernel: Any, inputs: tuple, out: Any, n
             )
             args.append(f"p{index}")
         else:
-            assert kind == _CONST, kind
+            assert kind == CONST, kind
             ns[f"_x{len(args)}"] = extra
             args.append(f"_x{len(args)}")
     if out is None:
