@@ -220,7 +220,7 @@ def _build(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, te
     if threads > limits.max_threads_per_threadgroup or any(
             n > most for n, most in zip(groups, limits.max_threadgroups)):
         return None  # the full path raises the error
-    function, unit = engine.compile(kernel.program(sig), small, threads)
+    function, unit = engine.compile(kernel._program(sig, "safe")[1], small, threads)
     keep: list[Any] = []
     args: list[tuple[int, int, Any]] = []
     for a in unit.args:

@@ -196,14 +196,6 @@ class MetalKernel:
         self._emulator_options = value
         self._programs = {}
 
-    def program(self, signature: MetalSignature, math_mode: str = "safe") -> Program:
-        """The frozen :class:`~cunumpy._engines._base.Program` engines get for one variant.
-
-        ``signature`` is the variant's (as :meth:`metal_source` describes it); one program per
-        signature and math mode, made once (changing :attr:`emulator_options` makes new ones).
-        """
-        return self._program(signature, math_mode)[1]
-
     def _program(self, sig: MetalSignature,
                  math_mode: str) -> tuple[MetalSignature, Program, dict]:
         # Keyed by the signature object, which the variant cache keeps alive (so its id is
@@ -664,6 +656,26 @@ class MetalKernel:
                 )
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def program(
+        self,
+        *inputs: Any,
+        out: Any = None,
+        n_threads: int | Sequence[int] | None = None,
+        template: Mapping[str, Any] | None = None,
+        output_shapes: Any = None,
+        output_dtypes: Any = None,
+        math_mode: str = "safe",
+    ) -> Program:
+        """The frozen :class:`~cunumpy._engines._base.Program` an engine gets for this call.
+
+        Takes the same arguments as a call, validates them the same way, and copies nothing.
+        One program per kernel variant (argument dtypes and address spaces, template values)
+        and math mode, made once; changing :attr:`emulator_options` makes new ones.
+        """
+        sig = self._probe_signature(inputs, out, n_threads, template, output_shapes,
+                                    output_dtypes)
+        return self._program(sig, math_mode)[1]
+
     def metal_source(
         self,
         *inputs: Any,
@@ -679,16 +691,22 @@ class MetalKernel:
         The text holds the header, the template line, the signature MLX writes, the body and
         the explicit instantiation of a templated kernel.
         """
-        eng = get_metal_engine("emulator")  # only used to describe arguments; launches nothing
+        return self._probe_signature(inputs, out, n_threads, template, output_shapes,
+                                     output_dtypes).text()
+
+    def _probe_signature(self, inputs: tuple, out: Any, n_threads: Any, template: Any,
+                         output_shapes: Any, output_dtypes: Any) -> MetalSignature:
+        """The signature of a call, checked as a call checks it; launches nothing."""
+        eng = get_metal_engine("emu-metal")  # only used to describe arguments
         mlx = get_metal_engine("mlx")
         probe = eng
         if any(mlx.is_device_array(a) for a in inputs):
             probe = mlx
         elif any(hasattr(a, "__cuda_array_interface__") for a in inputs):
-            probe = get_metal_engine("cuda")
+            probe = get_metal_engine("metal-cuda")
         *_, sig = self._prepare(inputs, out, n_threads, template, output_shapes, output_dtypes,
                                 probe)
-        return sig.text()
+        return sig
 
 
 def _no_launch(eng: MetalEngine, outs: list[np.ndarray] | None, shapes: list[tuple[int, ...]],
