@@ -170,3 +170,22 @@ def test_saturating_integer_functions_have_metal_names() -> None:
     np.testing.assert_array_equal(u, np.minimum(x.astype(np.int64) + 0xFFFFFFF0, 2**32 - 1))
     want = np.maximum(x.astype(np.int64) - 2147483647 - 5, -(2**31))
     np.testing.assert_array_equal(s, want)
+
+
+def test_swizzles_of_swizzles_are_spelled_as_one_swizzle() -> None:
+    body = ("float2 a = v.xy.yx;\n"
+            "w.xyz\n  .zy = float2(1.0f, 2.0f);\n"
+            "float c = col.rgb.r + p->wzyx.xy.y + rows[i].xyzw.zyx.xy.x;\n"
+            "float2 bad = v.xy.zw;\n")
+    text = rewrite_cuda(body)
+    lines = text.splitlines()
+    assert len(lines) == 5  # newlines kept: body:LINE stays right
+    assert lines[0] == "float2 a = v.yx;"
+    assert lines[1] == "w.zy" and lines[2] == " = float2(1.0f, 2.0f);"
+    assert lines[3] == "float c = col.r + p->z + rows[i].z;"
+    assert lines[4] == "float2 bad = v.xy.zw;"  # z, w are past v.xy: left for NVRTC to report
+    k = MetalKernel("float4 v = x[0]; y[0] = v.xyz.zy.x;", inputs=["x"], outputs=["y"],
+                    name="swz")
+    unit = translate(_signature(k, np.zeros(4, np.float32), out=np.zeros(1, np.float32),
+                                n_threads=1))
+    assert "y[0] = v.z;" in unit.source and ".zy" not in unit.source
