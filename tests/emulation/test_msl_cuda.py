@@ -189,3 +189,32 @@ def test_swizzles_of_swizzles_are_spelled_as_one_swizzle() -> None:
     unit = translate(_signature(k, np.zeros(4, np.float32), out=np.zeros(1, np.float32),
                                 n_threads=1))
     assert "y[0] = v.z;" in unit.source and ".zy" not in unit.source
+
+
+def test_bfloat16_buffers_are_bfloat16_t_pointers() -> None:
+    # The engine stores bfloat16 arrays as uint16 CuPy arrays and passes their pointers: the
+    # kernel must read them as the runtime's 16-bit bfloat16_t, which the emulator uses too.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf = ml_dtypes.bfloat16
+    k = MetalKernel("uint i = thread_position_in_grid.x; y[i] = bfloat16_t(float(x[i]) * 2.0f);",
+                    inputs=["x"], outputs=["y"], name="bf")
+    unit = translate(_signature(k, np.zeros(8, bf), out=np.zeros(8, bf), n_threads=8))
+    assert "const bfloat16_t* __restrict__ cn_b0" in unit.source
+    assert "bfloat16_t* cn_b1" in unit.source
+    header = (RUNTIME / "cn_metal_types.h").read_text()
+    assert "static_assert(sizeof(bfloat) == 2" in header
+
+
+def test_bfloat16_on_the_emulator_rounds_like_ml_dtypes() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf = ml_dtypes.bfloat16
+    k = MetalKernel("uint i = thread_position_in_grid.x;\n"
+                    "float v = float(x[i]) * s[0] + 0.25f;\n"
+                    "y[i] = bfloat16_t(v);\nz[i] = as_type<ushort>(y[i]);",
+                    inputs=["x", "s"], outputs=["y", "z"], name="bf_round")
+    x = np.linspace(-3, 3, 40).astype(bf)
+    y, z = np.empty(40, bf), np.empty(40, np.uint16)
+    k(x, 1.5, out=(y, z), engine="emulator")
+    want = (x.astype(np.float32) * np.float32(1.5) + np.float32(0.25)).astype(bf)
+    np.testing.assert_array_equal(y.view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(z, want.view(np.uint16))
