@@ -336,28 +336,7 @@ inline void simdgroup_barrier(mem_flags = mem_flags::mem_none, CN_LANE_SITE) {
 // read-modify-write; atomic<T> has the size and alignment of T (atomic outputs alias the array).
 // ---------------------------------------------------------------------------------------------
 
-enum memory_order {
-  memory_order_relaxed,
-  memory_order_consume,
-  memory_order_acquire,
-  memory_order_release,
-  memory_order_acq_rel,
-  memory_order_seq_cst,
-};
-
-template <class T>
-struct atomic {
-  T v;
-};
-using atomic_int = atomic<int>;
-using atomic_uint = atomic<unsigned int>;
-using atomic_bool = atomic<bool>;
-using atomic_float = atomic<float>;
-using atomic_long = atomic<long>;
-using atomic_ulong = atomic<unsigned long>;
-
-template <class T> struct cn_same { using type = T; };
-template <class T> using cn_arg = typename cn_same<T>::type;
+// memory_order, atomic<T> and its aliases: cn_metal_flags.h.
 
 inline void atomic_thread_fence(mem_flags f, memory_order,
                                 thread_scope = thread_scope::thread_scope_device) {

@@ -285,28 +285,7 @@ __device__ __forceinline__ bool quad_is_first() {
 // instruction for the type.
 // ---------------------------------------------------------------------------------------------
 
-enum memory_order {
-  memory_order_relaxed,
-  memory_order_consume,
-  memory_order_acquire,
-  memory_order_release,
-  memory_order_acq_rel,
-  memory_order_seq_cst,
-};
-
-template <class T>
-struct atomic {
-  T v;
-};
-using atomic_int = atomic<int>;
-using atomic_uint = atomic<unsigned int>;
-using atomic_bool = atomic<bool>;
-using atomic_float = atomic<float>;
-using atomic_long = atomic<long>;
-using atomic_ulong = atomic<unsigned long>;
-
-template <class T> struct cn_same { using type = T; };
-template <class T> using cn_arg = typename cn_same<T>::type;
+// memory_order, atomic<T> and its aliases: cn_metal_flags.h.
 
 __device__ __forceinline__ void atomic_thread_fence(
     mem_flags, memory_order, thread_scope s = thread_scope::thread_scope_device) {
