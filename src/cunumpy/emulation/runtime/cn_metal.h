@@ -210,18 +210,7 @@ inline auto exchange(const T& v, int64_t arg, int line, const char* file) {
 
 }  // namespace cn_lanes
 
-// The result of simd_ballot: one bit per lane.
-struct simd_vote {
-  using vote_t = uint64_t;
-  vote_t v = 0;
-  constexpr simd_vote() = default;
-  constexpr explicit simd_vote(vote_t x) : v(x) {}
-  constexpr operator vote_t() const { return v; }
-  // All 32 lanes of the SIMD group voted true (lanes that are inactive or missing count as false).
-  constexpr bool all() const { return (v & 0xFFFFFFFFull) == 0xFFFFFFFFull; }
-  constexpr bool any() const { return v != 0; }
-};
-using quad_vote = simd_vote;
+// simd_vote (the result of simd_ballot): cn_metal_flags.h.
 
 #define CN_LANE_SITE int line = __builtin_LINE(), const char* file = __builtin_FILE()
 #define CN_LANE_REDUCE(NAME, OP, W)                                            \

@@ -185,17 +185,7 @@ __device__ __forceinline__ T fill(const T& data, const T& filling, int delta, in
 
 }  // namespace cn_lanes
 
-// The result of simd_ballot: one bit per lane.
-struct simd_vote {
-  using vote_t = uint64_t;
-  vote_t v = 0;
-  constexpr simd_vote() = default;
-  constexpr explicit simd_vote(vote_t x) : v(x) {}
-  constexpr operator vote_t() const { return v; }
-  constexpr bool all() const { return (v & 0xFFFFFFFFull) == 0xFFFFFFFFull; }
-  constexpr bool any() const { return v != 0; }
-};
-using quad_vote = simd_vote;
+// simd_vote (the result of simd_ballot): cn_metal_flags.h.
 
 #define CN_LANE_REDUCE(PREFIX, W)                                                               \
   template <class T> __device__ __forceinline__ T PREFIX##_sum(T d) {                           \

@@ -1,5 +1,5 @@
-// cunumpy Metal runtime: the barrier memory flags, thread scopes, memory orders and the atomic<T>
-// type, one definition shared by the CPU emulator (cn_metal.h) and the CUDA engine
+// cunumpy Metal runtime: the barrier memory flags, thread scopes, memory orders, the atomic<T>
+// type and simd_vote, one definition shared by the CPU emulator (cn_metal.h) and the CUDA engine
 // (cn_metal_cuda.h), which each define the operations on them. Plain C++ that g++ and NVRTC both
 // compile.
 #pragma once
@@ -47,5 +47,18 @@ using atomic_ulong = atomic<unsigned long>;
 
 template <class T> struct cn_same { using type = T; };
 template <class T> using cn_arg = typename cn_same<T>::type;
+
+// The result of simd_ballot: one bit per lane.
+struct simd_vote {
+  using vote_t = uint64_t;
+  vote_t v = 0;
+  constexpr simd_vote() = default;
+  constexpr explicit simd_vote(vote_t x) : v(x) {}
+  constexpr operator vote_t() const { return v; }
+  // All 32 lanes of the SIMD group voted true (lanes that are inactive or missing count as false).
+  constexpr bool all() const { return (v & 0xFFFFFFFFull) == 0xFFFFFFFFull; }
+  constexpr bool any() const { return v != 0; }
+};
+using quad_vote = simd_vote;
 
 }  // namespace metal
