@@ -43,7 +43,7 @@ _SUPPORTED_TEXT = (
 )
 _MATH_MODES = ("safe", "relaxed", "fast")
 _cuda_fast: list[Any] = [None]
-"""The cuda engine's fast-path module, imported at its first use."""
+"""The metal-cuda engine's fast-path module, imported at its first use."""
 
 
 def _check_names(role: str, names: Any) -> tuple[str, ...]:
@@ -99,8 +99,9 @@ class MetalKernel:
     layout and template values; MLX caches the compiled pipeline, and the emulator caches the
     compiled library on disk (``CUNUMPY_CACHE_DIR``, default the user cache directory).
     ``CUNUMPY_METAL_ENGINE`` (``auto``, the default: MLX where a Metal GPU works, else the
-    emulator with a one-time warning; ``mlx``; ``emulator``) picks the engine at each call; so
-    does the ``engine`` keyword of a call.
+    emulator with a one-time warning; ``mlx``; ``emulator``; ``cuda``, an NVIDIA GPU) picks the
+    engine at each call; so does the ``engine`` keyword of a call. Engines get the call's
+    frozen :meth:`program` and launch data, never the kernel itself.
 
     MLX names a templated variant after its values written as text, so ``{"N": True}`` and
     ``{"N": 1}`` get the same kernel name there (``_1``). cunumpy keeps the two apart (different
@@ -558,11 +559,12 @@ class MetalKernel:
             name such as ``"float"`` or ``"half"``). Each distinct set compiles another variant.
         output_shapes, output_dtypes : optional
             Instead of ``out``: the outputs stay on the device and are returned as device arrays
-            (``mlx.core.array``, ``cupy.ndarray`` on the cuda engine, or
+            (``mlx.core.array``, ``cupy.ndarray`` on the metal-cuda engine, or
             :class:`EmulatedDeviceArray` on the emulator) that the next
             call takes without a copy. Bring them back with :func:`cunumpy.to_numpy`.
-        engine : {"auto", "mlx", "emulator", "cuda"}, optional
-            Overrides ``CUNUMPY_METAL_ENGINE`` for this call.
+        engine : {"auto", "mlx", "emulator", "cuda", "emu-metal", "metal-cuda"}, optional
+            Overrides ``CUNUMPY_METAL_ENGINE`` for this call (``emulator`` is the engine
+            ``emu-metal``, ``cuda`` the engine ``metal-cuda``).
         threadgroup : int or tuple of 1-3 ints, optional
             Threads per threadgroup for this call (as MLX takes it at each call); default the
             kernel's ``threadgroup``.
