@@ -266,3 +266,17 @@ def test_info_reports_the_engine_name_for_the_cuda_setting(monkeypatch):
     entry = kernel_engine("metal")
     assert entry["setting"] == "cuda" and entry["engine"] == "metal-cuda"
     assert "chose" not in entry["reason"]
+
+
+@pytest.mark.parametrize("name", ["mlx", "emu-metal", "metal-cuda"])
+def test_each_metal_engine_is_its_table_row(name):
+    from cunumpy._engines._table import row
+
+    eng = _metal_engines.get_metal_engine(name)
+    r = row(name)
+    assert (eng.name, eng.dialect, eng.array_space) == (r.name, r.dialect, r.array_space)
+    assert eng.status() == r.status()
+    assert eng.limits().max_threads_per_threadgroup == 1024
+    for method in ("prepare", "is_device_array", "to_device", "host_view", "describe",
+                   "contiguous", "check_available"):
+        assert callable(getattr(eng, method)), method
