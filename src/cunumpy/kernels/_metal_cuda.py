@@ -188,14 +188,15 @@ class CudaMetalEngine(MetalEngineBase):
     def _prepare(self, program: Program) -> Callable[[MetalLaunch], list[Any]]:
         signature = program.signature
         tag = f"[{ENGINE} kernel {signature.name!r}]"
+        functions: dict[tuple, tuple[Any, CudaUnit]] = {}  # this program's, by (threads, device)
 
         def go(launch: MetalLaunch) -> list[Any]:
-            return self._launch(program, signature, tag, launch)
+            return self._launch(program, signature, tag, launch, functions)
 
         return go
 
-    def _launch(self, program: Program, signature: Any, tag: str,
-                launch: MetalLaunch) -> list[Any]:
+    def _launch(self, program: Program, signature: Any, tag: str, launch: MetalLaunch,
+                functions: dict[tuple, tuple[Any, CudaUnit]]) -> list[Any]:
         """Run one launch; return the outputs as CuPy arrays.
 
         ``launch.into`` (optional, one per output) are the caller's arrays: a C-contiguous CuPy
@@ -211,7 +212,11 @@ class CudaMetalEngine(MetalEngineBase):
         threads = threadgroup[0] * threadgroup[1] * threadgroup[2]
         assert threads <= _LIMITS.max_threads_per_threadgroup, threadgroup
         groups = tuple(-(-g // t) for g, t in zip(grid, threadgroup))
-        function, unit = self.compile(program, small, threads)
+        key = (threads, cupy.cuda.runtime.getDevice())
+        hit = functions.get(key)
+        if hit is None:
+            hit = functions[key] = self.compile(program, small, threads)
+        function, unit = hit
         outputs = []
         for i, (shape, dtype) in enumerate(zip(launch.output_shapes, launch.output_dtypes)):
             store = _storage(dtype)
