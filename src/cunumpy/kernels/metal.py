@@ -177,7 +177,8 @@ class MetalKernel:
         self.ensure_row_contiguous = bool(ensure_row_contiguous)
         self._emulator_options = emulator_options
         self._signatures: dict[Any, MetalSignature] = {}
-        self._programs: dict[tuple[int, str], tuple[MetalSignature, Program, dict]] = {}
+        self._programs: dict[tuple[int, str], tuple[MetalSignature, Program]] = {}
+        self._launchers: dict[tuple[int, str, Any], tuple[MetalSignature, Any, tuple]] = {}
         # Per input: does the body subscript it (``a[``)? A number passed for such an input is a
         # one-element array, otherwise a 0-d value as MLX makes it.
         self._subscripted = tuple(
@@ -196,9 +197,9 @@ class MetalKernel:
     def emulator_options(self, value: Any) -> None:
         self._emulator_options = value
         self._programs = {}
+        self._launchers = {}
 
-    def _program(self, sig: MetalSignature,
-                 math_mode: str) -> tuple[MetalSignature, Program, dict]:
+    def _program(self, sig: MetalSignature, math_mode: str) -> tuple[MetalSignature, Program]:
         # Keyed by the signature object, which the variant cache keeps alive (so its id is
         # stable); the entry keeps it too and is checked, so a reused id never matches.
         key = (id(sig), math_mode)
@@ -210,8 +211,20 @@ class MetalKernel:
                 ensure_row_contiguous=self.ensure_row_contiguous, math_mode=math_mode,
                 emulator_options=self._emulator_options,
             )
-            hit = self._programs[key] = (sig, program, {})
+            hit = self._programs[key] = (sig, program)
         return hit
+
+    def _launcher(self, sig: MetalSignature, math_mode: str,
+                  eng: MetalEngine) -> tuple[Any, tuple[int, int, int]]:
+        """The engine's launch callable for a variant (``eng.prepare(program)``, made once) and
+        the engine's most threadgroups per dimension."""
+        key = (id(sig), math_mode, eng)
+        hit = self._launchers.get(key)
+        if hit is None or hit[0] is not sig:
+            program = self._program(sig, math_mode)[1]
+            hit = (sig, eng.prepare(program), tuple(eng.limits().max_threadgroups))
+            self._launchers[key] = hit
+        return hit[1], hit[2]
 
     def __repr__(self) -> str:
         return (
@@ -399,18 +412,15 @@ class MetalKernel:
             )
         return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
 
-    def _check_groups(self, eng: MetalEngine, grid: tuple[int, int, int],
-                      threadgroup: tuple[int, int, int]) -> None:
-        """The grid's threadgroups per dimension within the engine's limits."""
-        most = eng.limits().max_threadgroups
-        if (grid[0] > threadgroup[0] * most[0] or grid[1] > threadgroup[1] * most[1]
-                or grid[2] > threadgroup[2] * most[2]):
-            groups = tuple(-(-g // t) for g, t in zip(grid, threadgroup))
-            raise ValueError(
-                f"MetalKernel {self.name!r}: grid {grid} with threadgroup {threadgroup} makes "
-                f"{groups} threadgroups; the {eng.name} engine allows at most {most} (put the "
-                "long axis first)"
-            )
+    def _too_many_groups(self, eng: MetalEngine, grid: tuple[int, int, int],
+                         threadgroup: tuple[int, int, int], most: tuple[int, int, int]) -> None:
+        """Raise: the grid makes more threadgroups than the engine's limits allow."""
+        groups = tuple(-(-g // t) for g, t in zip(grid, threadgroup))
+        raise ValueError(
+            f"MetalKernel {self.name!r}: grid {grid} with threadgroup {threadgroup} makes "
+            f"{groups} threadgroups; the {eng.name} engine allows at most {most} (put the long "
+            "axis first)"
+        )
 
     def _template(self, template: Any) -> tuple[tuple[str, Any], ...]:
         if template is None:
@@ -612,7 +622,10 @@ class MetalKernel:
         if eng.name == "emu-metal":
             warn_auto_fallback(requested)
         threadgroup = (min(tg[0], grid[0]), min(tg[1], grid[1]), min(tg[2], grid[2]))
-        self._check_groups(eng, grid, threadgroup)
+        go, most = self._launcher(sig, math_mode, eng)
+        if (grid[0] > threadgroup[0] * most[0] or grid[1] > threadgroup[1] * most[1]
+                or grid[2] > threadgroup[2] * most[2]):
+            self._too_many_groups(eng, grid, threadgroup, most)
         device_inputs = []
         contiguous = self.ensure_row_contiguous
         recording = profiling._active
@@ -631,10 +644,6 @@ class MetalKernel:
         into = None
         if outs is not None and not all(isinstance(o, np.ndarray) for o in outs):
             into = tuple(outs)  # device arrays given as out= (metal-cuda): written in place
-        _, program, prepared = self._program(sig, math_mode)
-        go = prepared.get(eng)
-        if go is None:
-            go = prepared[eng] = eng.prepare(program)
         results = go(MetalLaunch(grid, threadgroup, tuple(device_inputs), tuple(shapes),
                                  tuple(out_dtypes), init_value, into))
         if outs is None:
