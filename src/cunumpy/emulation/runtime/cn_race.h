@@ -103,6 +103,10 @@ constexpr size_t kKeepBytes = size_t(64) << 20;  // larger shadows are unmapped 
 
 inline Region no_region;  // matches no address
 
+struct Gap {  // [lo, hi): no tracked byte
+  uintptr_t lo = 0, hi = 0;
+};
+
 // `__device__` variables of the kernel's source (registered by the static DeviceVar objects the
 // CUDA rewriter appends to their declarations): tracked like buffers, reported by name.
 constexpr int kMaxDeviceVars = 64;
@@ -133,7 +137,7 @@ struct DeviceVar {
 struct State {
   // What every access reads first, in one cache line.
   Region* last = &no_region;  // the region of the last tracked access
-  uintptr_t miss_page = 0;    // 1 + a 4 KiB page holding no tracked byte (0: none)
+  Gap gaps[8] = {};           // untracked address ranges, by 4 KiB page % 8 of an access in them
   int nregions = 0;           // buffers first, then shared slots
   uint32_t gen = 0;           // launch number (8 bits) in Rec::pc
   uint32_t gfirst = 0;        // linear number of the running group's first thread
@@ -180,6 +184,10 @@ struct State {
 // code too, before any dynamic initialisation of this header's state could have run.
 constexpr State kStateInit{};
 inline State st;
+
+CN_NOTSAN inline void clear_misses() {
+  for (Gap& m : st.gaps) m = Gap{};
+}
 
 struct AtomicScope {
   CN_NOTSAN AtomicScope() { ++st.atomic_depth; }
@@ -241,7 +249,7 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
   s.on = CN_RACES && (d->flags & LAUNCH_RACES) != 0;
   s.nregions = s.nbuffers = 0;
   s.last = &no_region;
-  s.miss_page = 0;
+  clear_misses();
   s.npending = 0;
   s.atomic_depth = 0;
   s.clk_base = s.clk_max = 0;
@@ -309,7 +317,7 @@ CN_NOTSAN inline void end_launch() {
   s.released = nullptr;
   s.nregions = s.nbuffers = 0;
   s.last = &no_region;
-  s.miss_page = 0;
+  clear_misses();
   s.on = false;
 }
 
@@ -325,7 +333,7 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   s.ep_tg = s.ep_dev = 0;
   s.nregions = s.nbuffers;  // shared slots register again as they are allocated
   s.last = &no_region;
-  s.miss_page = 0;
+  clear_misses();
   std::memset(s.fenced, 0, nthreads);
   std::memset(s.lock_at, 0, nthreads * sizeof(uintptr_t));
   std::memset(s.lock_depth, 0, nthreads * sizeof(uint32_t));
@@ -364,7 +372,7 @@ CN_NOTSAN inline void shared_slot(int k, void* at, size_t size, size_t elem) {
   }
   if (!s.shared_shadow[k]) return;
   Region& r = s.regions[s.nregions++];
-  s.miss_page = 0;
+  clear_misses();
   r.lo = uintptr_t(at);
   r.hi = r.lo + size;
   r.shadow = s.shared_shadow[k];
@@ -664,22 +672,22 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
 #undef CN_CONFLICTS
 }
 
-// The region holding `a` other than the last one used, or null (untracked memory). A page found
-// to hold no tracked byte is remembered, so that the next untracked access to it (the rest of a
-// read-only input, mostly) returns at once.
+// The region holding `a` other than the last one used, or null (untracked memory). The range
+// of untracked addresses around `a` is remembered, so that the next untracked accesses to it
+// (the rest of a read-only input, mostly) return at once.
 CN_NOTSAN __attribute__((noinline)) inline Region* find_other(uintptr_t a) {
   State& s = st;
-  const uintptr_t plo = a & ~uintptr_t(4095), phi = plo + 4096;
-  bool clear = true;
+  uintptr_t lo = 0, hi = ~uintptr_t(0);
   for (int k = 0; k < s.nregions; ++k) {
     Region& q = s.regions[k];
     if (a - q.lo < q.hi - q.lo) {
       s.last = &q;
       return &q;
     }
-    if (q.lo < phi && q.hi > plo) clear = false;
+    if (q.hi <= a && q.hi > lo) lo = q.hi;
+    if (q.lo > a && q.lo < hi) hi = q.lo;
   }
-  if (clear) s.miss_page = (a >> 12) + 1;
+  s.gaps[(a >> 12) & 7] = Gap{lo, hi};
   return nullptr;
 }
 
@@ -692,7 +700,8 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
   uintptr_t a = uintptr_t(p);
   Region* r = s.last;
   if (__builtin_expect(a - r->lo >= r->hi - r->lo, 1)) {
-    if ((a >> 12) + 1 == s.miss_page) return;
+    const Gap& gap = s.gaps[(a >> 12) & 7];
+    if (a - gap.lo < gap.hi - gap.lo) return;
     r = find_other(a);
     if (!r) return;
   }
