@@ -22,7 +22,7 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   const ::cn::cuda::PtrArg a2{d->buffers[2].data, d->buffers[2].extent, 2};
   auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {
     ::cn::g.cur = &t;
-    reverse(a0, a1, a2);
+    CN_RACE_TRY reverse(a0, a1, a2); CN_RACE_CATCH
   };
   int rc = cn::run_grid<true, true>(d, 1, cn_fn);
   std::fflush(stdout);

@@ -22,7 +22,7 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   const ::cn::cuda::ValArg a2{d->buffers[2].data, d->buffers[2].extent, "n"};
   auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {
     ::cn::g.cur = &t;
-    scale_pow<double, 3>(a0, a1, a2);
+    CN_RACE_TRY scale_pow<double, 3>(a0, a1, a2); CN_RACE_CATCH
   };
   int rc = cn::run_grid<false, true>(d, 0, cn_fn);
   std::fflush(stdout);
