@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import ctypes
 import random
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -255,6 +256,8 @@ class Generated:
     fibers: bool
     texts: dict[str, str] = field(compare=False, hash=False)
     """The user's files by ``#line`` name (for compile messages)."""
+    prints: bool = False
+    """The kernel calls ``printf``: its launches run serially (output in the serial order)."""
 
 
 def generate_source(
@@ -321,8 +324,7 @@ def generate_source(
         names.append(f"a{i}")
     lines += [
         # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
-        "  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {",
-        "    ::cn::g.cur = &t;",
+        "  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {",
         f"    {program.call}({', '.join(names)});",
         "  };",
         f"  int rc = cn::run_grid<{'true' if rw.sync else 'false'}, "
@@ -332,7 +334,8 @@ def generate_source(
         "}",
         "",
     ]
-    return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync, texts)
+    prints = re.search(r"\bprintf\s*\(", rw.text) is not None
+    return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync, texts, prints)
 
 
 def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:
@@ -635,6 +638,7 @@ def run_cuda(
                 races=bool(opts.races), strict_barriers=opts.strict_barriers,
                 shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic
                 else gen.shared,
+                sync=gen.fibers, serial=gen.prints,
             )
         except EmulationError:
             if opts.undefined == "warn":  # say what happened before the failure propagates
@@ -643,7 +647,8 @@ def run_cuda(
         check_report(report, program.prefix, opts.undefined, order)
 
     if opts.checks and program.outputs:
-        poison_and_check(program.prefix, program.params, args, program.outputs, once, _label)
+        poison_and_check(program.prefix, program.params, args, program.outputs, once, _label,
+                         lib)
     else:
         once()
 

@@ -139,6 +139,9 @@ class EmulatorEngine:
     """Runs MetalKernel launches on the CPU emulator."""
 
     name = "emu-metal"
+    host_resident = True
+    """Device memory is host memory: the front end passes arrays of the right layout and dtype
+    in place (:meth:`borrow`) and lets the launch write NumPy outputs directly."""
 
     def check_available(self) -> None:
         from cunumpy.emulation import find_compiler
@@ -155,6 +158,10 @@ class EmulatorEngine:
         # order="K" keeps a transposed layout when the kernel reads strides itself.
         return EmulatedDeviceArray(np.array(host, dtype=dtype, order="C" if contiguous else "K"))
 
+    def borrow(self, host: np.ndarray) -> EmulatedDeviceArray:
+        """``host`` as a launch input, without a copy (the kernel reads it, never writes it)."""
+        return EmulatedDeviceArray(host)
+
     def host_view(self, device: EmulatedDeviceArray) -> np.ndarray:
         return device._data
 
@@ -164,11 +171,15 @@ class EmulatorEngine:
         return EmulatedDeviceArray(np.ascontiguousarray(device._data))
 
     def launch(self, kernel, signature, inputs, output_shapes, output_dtypes, grid, threadgroup,
-               template, *, init_value=None, math_mode="safe") -> list[EmulatedDeviceArray]:
+               template, *, init_value=None, math_mode="safe",
+               into=None) -> list[EmulatedDeviceArray]:
         from cunumpy.emulation.metal import run_metal
 
-        outputs = [np.empty(shape, dtype=dtype) for shape, dtype in zip(output_shapes,
-                                                                         output_dtypes)]
+        if into is not None:  # the caller's NumPy outputs, written in place
+            outputs = list(into)
+        else:
+            outputs = [np.empty(shape, dtype=dtype) for shape, dtype in zip(output_shapes,
+                                                                             output_dtypes)]
         if init_value is not None:
             for o in outputs:
                 o.fill(init_value)

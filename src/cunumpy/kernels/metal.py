@@ -565,11 +565,17 @@ class MetalKernel:
         device_inputs = []
         contiguous = self.ensure_row_contiguous
         recording = profiling._active
+        # The emulator's device memory is the host's: arrays already in the layout and dtype the
+        # kernel reads are used in place (the transfer is still recorded, as the GPU makes it).
+        resident = getattr(eng, "host_resident", False)
         for i, (a, dtype, is_dev) in enumerate(bound):
             if is_dev:
                 device_inputs.append(eng.contiguous(a) if contiguous else a)
                 continue
-            dev = eng.to_device(a, dtype, contiguous)
+            if resident and a.dtype == dtype and a.flags.c_contiguous:
+                dev = eng.borrow(a)
+            else:
+                dev = eng.to_device(a, dtype, contiguous)
             if recording:
                 profiling._record(
                     "to_device", dev.nbytes,
@@ -580,6 +586,9 @@ class MetalKernel:
         into = {}
         if outs is not None and not all(isinstance(o, np.ndarray) for o in outs):
             into = {"into": outs}  # device arrays given as out= (cuda engine): written in place
+        elif outs is not None and resident and _fills_in_place(outs, shapes, out_dtypes,
+                                                               device_inputs):
+            into = {"into": outs}  # the emulator writes the NumPy outputs themselves
         results = eng.launch(self, sig, device_inputs, shapes, out_dtypes, grid, threadgroup,
                              tmpl, init_value=init_value, math_mode=math_mode, **into)
         if outs is None:
@@ -590,6 +599,14 @@ class MetalKernel:
                     o[...] = r.reshape(o.shape)
                 continue
             view = eng.host_view(r)
+            if view is o:  # written in place (emulator): no copy, the transfer is recorded
+                if recording:
+                    profiling._record(
+                        "to_host", o.nbytes,
+                        f"{eng.name} kernel {self.name!r} output {self.output_names[i]!r} "
+                        f"{o.dtype.name}{list(o.shape)}",
+                    )
+                continue
             if view.dtype == _U16 and is_bfloat16(o.dtype):  # cuda engine: bfloat16 as uint16
                 view = view.view(o.dtype)
             if view.shape != o.shape:
@@ -628,6 +645,22 @@ class MetalKernel:
         *_, sig = self._prepare(inputs, out, n_threads, template, output_shapes, output_dtypes,
                                 probe)
         return sig.text()
+
+
+def _fills_in_place(outs: list[np.ndarray], shapes: list[tuple[int, ...]],
+                    dtypes: list[np.dtype], inputs: list[Any]) -> bool:
+    """Whether a host-resident engine can write ``outs`` directly: each C-contiguous, writeable,
+    of the output's exact shape and dtype, and sharing no memory with an input or another
+    output (on the GPU the inputs are copies, so an alias must not change what the kernel
+    reads)."""
+    for k, (o, shape, dtype) in enumerate(zip(outs, shapes, dtypes)):
+        if (o.dtype != dtype or o.shape != tuple(shape) or not o.flags.c_contiguous
+                or not o.flags.writeable):
+            return False
+        others = [getattr(a, "_data", a) for a in inputs] + list(outs[:k])
+        if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a) for a in others):
+            return False
+    return True
 
 
 def _no_launch(eng: MetalEngine, outs: list[np.ndarray] | None, shapes: list[tuple[int, ...]],

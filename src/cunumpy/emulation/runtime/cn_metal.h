@@ -332,8 +332,9 @@ inline void simdgroup_barrier(mem_flags = mem_flags::mem_none, CN_LANE_SITE) {
 #undef CN_LANE_SITE
 
 // ---------------------------------------------------------------------------------------------
-// Atomics. The emulator runs one thread at a time, so every operation is a plain
-// read-modify-write; atomic<T> has the size and alignment of T (atomic outputs alias the array).
+// Atomics, through cn::atomic_rmw / atomic_cas (real atomics when several workers run the launch,
+// plain read-modify-writes otherwise); atomic<T> has the size and alignment of T (atomic outputs
+// alias the array).
 // ---------------------------------------------------------------------------------------------
 
 enum memory_order {
@@ -370,9 +371,7 @@ inline void atomic_thread_fence(mem_flags f, memory_order,
                                                memory_order = memory_order_relaxed) {     \
     CN_RACE_ATOMIC;                                                                       \
     atomic<T>* p = const_cast<atomic<T>*>(o);                                             \
-    T old = p->v;                                                                         \
-    p->v = (EXPR);                                                                        \
-    return old;                                                                           \
+    return ::cn::atomic_rmw(&p->v, [&](T old) { return T(EXPR); });                       \
   }                                                                                       \
   template <class T>                                                                      \
   inline T NAME(cn::ptr<atomic<T>> o, cn_arg<T> a, memory_order m = memory_order_relaxed) { \
@@ -393,7 +392,7 @@ template <class T>
 __attribute__((always_inline)) inline T atomic_load_explicit(const volatile atomic<T>* o,
                                                             memory_order = memory_order_relaxed) {
   CN_RACE_ATOMIC;
-  return const_cast<const atomic<T>*>(o)->v;
+  return ::cn::atomic_load(&const_cast<const atomic<T>*>(o)->v);
 }
 template <class T>
 inline T atomic_load_explicit(cn::ptr<atomic<T>> o, memory_order m = memory_order_relaxed) {
@@ -407,7 +406,7 @@ template <class T>
 __attribute__((always_inline)) inline void atomic_store_explicit(
     volatile atomic<T>* o, cn_arg<T> a, memory_order = memory_order_relaxed) {
   CN_RACE_ATOMIC;
-  const_cast<atomic<T>*>(o)->v = a;
+  ::cn::atomic_store(&const_cast<atomic<T>*>(o)->v, a);
 }
 template <class T>
 inline void atomic_store_explicit(cn::ptr<atomic<T>> o, cn_arg<T> a,
@@ -421,11 +420,10 @@ inline bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* o, cn_arg<
                                                   memory_order = memory_order_relaxed) {
   CN_RACE_CAS;
   atomic<T>* p = const_cast<atomic<T>*>(o);
-  if (p->v == *expected) {
-    p->v = desired;
-    return true;
-  }
-  *expected = p->v;
+  T want = *expected;
+  T old = ::cn::atomic_cas(&p->v, want, desired);
+  if (old == want) return true;
+  *expected = old;
   return false;
 }
 template <class T>
