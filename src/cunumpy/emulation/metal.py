@@ -218,7 +218,8 @@ def generate_source(
         "  };",
         "  (void)cn_fn;",
         f"  return cn::run_grid<{'true' if fibers else 'false'}, "
-        f"{'true' if checks else 'false'}>(d, {len(shared)}, cn_fn);",
+        f"{'true' if checks else 'false'}, {'true' if checks else 'false'}>"
+        f"(d, {len(shared)}, cn_fn);",
         "}",
         "",
     ]

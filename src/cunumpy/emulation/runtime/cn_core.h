@@ -1174,8 +1174,11 @@ inline uint64_t mix64(uint64_t z) {
 
 // Runs `kernel(ThreadInfo)` for every thread of the descriptor's share of the grid. `Fibers`:
 // threads of a group run as fibers (the kernel synchronises); otherwise as a plain loop.
-// `Checks`: the kernel is a checked build. Returns 0, or -1 when the descriptor is unusable.
-template <bool Fibers, bool Checks, class F>
+// `Checks`: the kernel is a checked build. `Current`: keep g.cur's thread position up to date for
+// every thread (the CUDA builtins and failure reports read it; an unchecked Metal kernel gets its
+// thread attributes as arguments and needs only the group). Returns 0, or -1 when the descriptor
+// is unusable.
+template <bool Fibers, bool Checks, bool Current = true, class F>
 CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
   if (d->abi != CN_ABI_VERSION) return -1;
   g.report = d->report;
@@ -1281,15 +1284,18 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
       uint32_t i = 0;
       uint32_t nx = u.gsize[0], ny = u.gsize[1], nz = u.gsize[2];
       for (uint32_t z = 0; z < nz; ++z) {
-        cur->tid[2] = u.tid[2] = z;
-        cur->pos[2] = u.pos[2] = base[2] + z;
+        u.tid[2] = z;
+        u.pos[2] = base[2] + z;
+        if (Current) { cur->tid[2] = z; cur->pos[2] = u.pos[2]; }
         for (uint32_t y = 0; y < ny; ++y) {
-          cur->tid[1] = u.tid[1] = y;
-          cur->pos[1] = u.pos[1] = base[1] + y;
+          u.tid[1] = y;
+          u.pos[1] = base[1] + y;
+          if (Current) { cur->tid[1] = y; cur->pos[1] = u.pos[1]; }
           for (uint32_t x = 0; x < nx; ++x, ++i) {
-            cur->tid[0] = u.tid[0] = x;
-            cur->pos[0] = u.pos[0] = base[0] + x;
-            cur->lin = u.lin = i;
+            u.tid[0] = x;
+            u.pos[0] = base[0] + x;
+            u.lin = i;
+            if (Current) { cur->tid[0] = x; cur->pos[0] = u.pos[0]; cur->lin = i; }
             k(static_cast<const ThreadInfo&>(u));
 #if CN_RACES
             if (race::st.npending) race::flush_pending();
