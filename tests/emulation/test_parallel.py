@@ -405,3 +405,41 @@ def test_progress_bar_shows_for_a_long_launch(monkeypatch):
     k(x, y, np.int32(20_000), grid=n // 32, block=32)
     assert shown and shown[0][1] == n // 32 and "slow" in shown[0][0]
     assert re.search(r"emu-cuda", shown[0][0])
+
+
+UB = r"""
+extern "C" __global__ void ub(float* y) {
+    unsigned t = threadIdx.x;
+    if (blockIdx.x >= 3 && t >= 16) return;
+    float v = __shfl_down_sync(0xffffffffu, 1.0f, 16);
+    y[blockIdx.x * 32 + t] = v;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["error", "warn"])
+def test_undefined_behaviour_report_is_the_serial_one(monkeypatch, parallel_runs, mode):
+    import warnings
+
+    from cunumpy.emulation import emulate_cuda_kernel
+    from cunumpy.emulation.errors import InactiveLaneError
+
+    k = CudaKernel(UB, "ub", engine="emulator")
+    texts = []
+    for threads in ("1", "3", "3", "3"):
+        monkeypatch.setenv("CUNUMPY_EMULATOR_THREADS", threads)
+        y = np.zeros(32 * 60, np.float32)
+        opts = EmulatorOptions(undefined=mode)
+        if mode == "error":
+            with pytest.raises(InactiveLaneError) as info:
+                emulate_cuda_kernel(k, y, grid=60, block=32, options=opts)
+            texts.append(str(info.value))
+        else:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                emulate_cuda_kernel(k, y, grid=60, block=32, options=opts)
+            texts.append(" ".join(str(w.message) for w in caught))
+    assert len(set(texts)) == 1, texts
+    assert "block (3,0,0)" in texts[0]
+    if mode == "warn":  # blocks 3..59, 16 reading lanes each
+        assert f"; {57 * 16 - 1} further cases" in texts[0]
