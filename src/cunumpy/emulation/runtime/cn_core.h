@@ -145,7 +145,7 @@ struct LaunchDesc {
   // The share of the launch this call runs: positions [first, last) of the group order, taken
   // in batches of `batch` from the shared cursor *next when it is given, else in order.
   int64_t first;
-  int64_t last;                // -1: to the end
+  int64_t last;                // 0 or -1: to the end
   int64_t* next;               // shared batch cursor (null: this call runs its range alone)
   int64_t batch;
   int64_t* stop;               // shared: position of the earliest fatal failure (INT64_MAX: none)
@@ -1202,7 +1202,7 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
   t.width = width;
   int64_t ngroups = int64_t(t.ngroups[0]) * t.ngroups[1] * t.ngroups[2];
   int64_t first = d->first > 0 ? d->first : 0;
-  int64_t last = d->last < 0 || d->last > ngroups ? ngroups : d->last;
+  int64_t last = d->last <= 0 || d->last > ngroups ? ngroups : d->last;
   if (first >= last) return 0;
   SigintScope sigint(d);
   uint32_t* perm = nullptr;
