@@ -91,10 +91,11 @@ def instances(lib: Library, n: int) -> list[tuple[LaunchFn, Callable[[int], int]
         k = len(copies)
         dst = lib.path.with_name(f"{lib.path.stem}.w{k}{lib.path.suffix}")
         try:
-            if not dst.exists():
-                tmp = dst.with_name(f"{dst.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-                shutil.copyfile(lib.path, tmp)
-                os.replace(tmp, dst)
+            # Copied afresh by each process (never an older file trusted): the library was
+            # verified against its cache entry when it was loaded.
+            tmp = dst.with_name(f"{dst.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            shutil.copyfile(lib.path, tmp)
+            os.replace(tmp, dst)
             copies.append(_load(str(dst)))
         except OSError:
             break
