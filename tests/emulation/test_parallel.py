@@ -270,6 +270,8 @@ def test_thread_setting_rejects_bad_values(monkeypatch, value):
 def test_small_launches_stay_serial(monkeypatch):
     monkeypatch.setenv("CUNUMPY_EMULATOR_THREADS", "2")
     assert _workers.plan(1000, 10, sync=False, serial=False) == 1
+    assert _workers.plan(1 << 16, 512, sync=False, serial=False) == 1
+    assert _workers.plan(1 << 16, 512, sync=True, serial=False) == 2
     assert _workers.plan(1 << 20, 1, sync=False, serial=False) == 1
     assert _workers.plan(1 << 20, 4096, sync=False, serial=True) == 1
     assert _workers.plan(1 << 20, 4096, sync=False, serial=False) == 2

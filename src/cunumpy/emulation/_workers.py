@@ -25,12 +25,14 @@ from cunumpy.emulation._build import Library
 
 __all__ = ["MIN_THREADS", "MIN_THREADS_SYNC", "batch_size", "instances", "plan", "pool"]
 
-MIN_THREADS = 1 << 16
-"""Fewest threads of a launch of a kernel that never synchronises for the workers to pay
-(``benchmarks/bench_emulator_calls.py``: below it the hand-off costs more than it saves)."""
+MIN_THREADS = 1 << 17
+"""Fewest threads of a launch of a kernel that never synchronises for the workers to pay. Measured
+on the 2-core development machine: handing a launch to the workers costs about 45 us, a simple
+element-wise thread about 1.4 ns, so two workers break even near 64 Ki threads; twice that keeps
+small launches from getting slower."""
 
-MIN_THREADS_SYNC = 1 << 12
-"""The same for a kernel that synchronises (fibers: far more work per thread)."""
+MIN_THREADS_SYNC = 1 << 13
+"""The same for a kernel that synchronises (fibers: some tens of ns per thread and barrier)."""
 
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
