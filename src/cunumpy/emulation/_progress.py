@@ -31,14 +31,20 @@ _WATCHED: dict[int, list[Any]] = {}
 _THREAD: threading.Thread | None = None
 
 
+_RICH: list[bool] = []
+
+
 def _enabled() -> bool:
     if not config.emulator_progress():
         return False
-    try:
-        import rich.progress  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    if not _RICH:  # looked for once per process
+        try:
+            import rich.progress  # noqa: F401
+        except ImportError:
+            _RICH.append(False)
+        else:
+            _RICH.append(True)
+    return _RICH[0]
 
 
 @contextlib.contextmanager
