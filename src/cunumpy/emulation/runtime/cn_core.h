@@ -1274,7 +1274,7 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
       }
     } else {
       // The thread the builtins and failure reports read (g.cur) is one ThreadInfo updated in
-      // place; the kernel gets a local copy of it that never escapes, so that the compiler keeps
+      // place (its position in the group and linear index: nothing reads its grid position); the kernel gets a local copy of it that never escapes, so that the compiler keeps
       // it in registers (stores through buffer pointers cannot touch it) and the kernel's
       // captured arguments likewise (a local copy of the functor).
       ThreadInfo* cur = &t;
@@ -1286,16 +1286,16 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
       for (uint32_t z = 0; z < nz; ++z) {
         u.tid[2] = z;
         u.pos[2] = base[2] + z;
-        if (Current) { cur->tid[2] = z; cur->pos[2] = u.pos[2]; }
+        if (Current) cur->tid[2] = z;
         for (uint32_t y = 0; y < ny; ++y) {
           u.tid[1] = y;
           u.pos[1] = base[1] + y;
-          if (Current) { cur->tid[1] = y; cur->pos[1] = u.pos[1]; }
+          if (Current) cur->tid[1] = y;
           for (uint32_t x = 0; x < nx; ++x, ++i) {
             u.tid[0] = x;
             u.pos[0] = base[0] + x;
             u.lin = i;
-            if (Current) { cur->tid[0] = x; cur->pos[0] = u.pos[0]; cur->lin = i; }
+            if (Current) { cur->tid[0] = x; cur->lin = i; }
             k(static_cast<const ThreadInfo&>(u));
 #if CN_RACES
             if (race::st.npending) race::flush_pending();
