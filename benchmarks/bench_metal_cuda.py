@@ -1,4 +1,6 @@
-"""Metal kernels on an NVIDIA GPU (MetalKernel engine ``cuda``) against the same kernels in CUDA.
+"""Metal kernels on an NVIDIA GPU (MetalKernel engine ``metal-cuda``) against the same kernels in CUDA.
+
+The Metal side runs with ``engine="cuda"`` (the setting that selects ``metal-cuda``).
 
 Two kernels, each written twice: as a :class:`~cunumpy.kernels.MetalKernel` body (run with
 ``engine="cuda"``: translated to CUDA, compiled by NVRTC) and by hand as a

@@ -46,8 +46,10 @@ __all__ = [
 BACKENDS = ("numpy", "cupy")
 """Names accepted by :func:`cunumpy.set_backend` and ``CUNUMPY_BACKEND``."""
 
-METAL_ENGINES = ("auto", "mlx", "emulator", "cuda")
-"""Engines that run :class:`~cunumpy.kernels.MetalKernel` launches."""
+METAL_ENGINES = ("auto", "mlx", "emulator", "cuda", "emu-metal", "metal-cuda")
+"""Values of ``CUNUMPY_METAL_ENGINE`` (and a MetalKernel call's ``engine=``): ``auto``, the
+engine table's names ``mlx``, ``emu-metal``, ``metal-cuda``, and the aliases ``emulator``
+(``emu-metal``) and ``cuda`` (``metal-cuda``)."""
 
 CUDA_ENGINES = ("cupy", "emulator")
 """Engines that run :class:`~cunumpy.kernels.CudaKernel` launches."""
@@ -85,8 +87,9 @@ def metal_engine() -> str:
 
     Default ``auto``: MLX where it reports a working Metal GPU, else the CPU emulator (with a
     one-time warning). ``mlx`` requires the Apple GPU; ``emulator`` runs every launch on the CPU
-    emulator, through the same front end; ``cuda`` translates the kernel to CUDA and runs it on an
-    NVIDIA GPU through CuPy (``auto`` never picks it). Read at every launch.
+    emulator (engine ``emu-metal``), through the same front end; ``cuda`` translates the kernel to
+    CUDA and runs it on an NVIDIA GPU through CuPy (engine ``metal-cuda``; ``auto`` never picks
+    it). The engine names ``emu-metal`` and ``metal-cuda`` are accepted too. Read at every launch.
     """
     return _choice("CUNUMPY_METAL_ENGINE", METAL_ENGINES, "auto")
 

@@ -58,5 +58,5 @@ def test_the_call_goes_to_the_cuda_engine(monkeypatch: pytest.MonkeyPatch) -> No
     k = _kernel(missing="raise")
     x, y = FakeDeviceArray(), FakeDeviceArray()
     k(x, 2.0, y, n_threads=4)
-    assert seen["engine"] == "cuda" and seen["out"] is y and seen["inputs"] == (x, 2.0)
+    assert seen["engine"] == "metal-cuda" and seen["out"] is y and seen["inputs"] == (x, 2.0)
     assert seen["kw"] == {"n_threads": 4}

@@ -97,7 +97,7 @@ def test_unsupported_constructs_raise_naming_the_engine() -> None:
     k = MetalKernel("float4 c = tex.read(uint2(0, 0)); y[0] = c.x;", inputs=["x"],
                     outputs=["y"], header="texture2d<float> tex;\n", name="tex")
     sig = _signature(k, np.zeros(8, np.float32), out=np.zeros(1, np.float32), n_threads=1)
-    with pytest.raises(NotImplementedError, match=r"\[cuda kernel 'tex'\] header:1 .*texture2d"):
+    with pytest.raises(NotImplementedError, match=r"\[metal-cuda kernel 'tex'\] header:1 .*texture2d"):
         translate(sig)
 
 
@@ -108,8 +108,10 @@ def test_nvrtc_log_lines_point_at_body_and_header() -> None:
 
 
 def test_engine_names() -> None:
-    assert resolve_metal_engine("cuda") == "cuda"
-    assert get_metal_engine("cuda").name == "cuda"
+    # One name (the engine table's), and the setting users type as an alias of it.
+    assert resolve_metal_engine("cuda") == resolve_metal_engine("metal-cuda") == "metal-cuda"
+    assert get_metal_engine("cuda") is get_metal_engine("metal-cuda")
+    assert get_metal_engine("cuda").name == "metal-cuda"
     with pytest.raises(ValueError, match="valid engines"):
         resolve_metal_engine("metal-on-cuda")
 
@@ -168,3 +170,51 @@ def test_saturating_integer_functions_have_metal_names() -> None:
     np.testing.assert_array_equal(u, np.minimum(x.astype(np.int64) + 0xFFFFFFF0, 2**32 - 1))
     want = np.maximum(x.astype(np.int64) - 2147483647 - 5, -(2**31))
     np.testing.assert_array_equal(s, want)
+
+
+def test_swizzles_of_swizzles_are_spelled_as_one_swizzle() -> None:
+    body = ("float2 a = v.xy.yx;\n"
+            "w.xyz\n  .zy = float2(1.0f, 2.0f);\n"
+            "float c = col.rgb.r + p->wzyx.xy.y + rows[i].xyzw.zyx.xy.x;\n"
+            "float2 bad = v.xy.zw;\n")
+    text = rewrite_cuda(body)
+    lines = text.splitlines()
+    assert len(lines) == 5  # newlines kept: body:LINE stays right
+    assert lines[0] == "float2 a = v.yx;"
+    assert lines[1] == "w.zy" and lines[2] == " = float2(1.0f, 2.0f);"
+    assert lines[3] == "float c = col.r + p->z + rows[i].z;"
+    assert lines[4] == "float2 bad = v.xy.zw;"  # z, w are past v.xy: left for NVRTC to report
+    k = MetalKernel("float4 v = x[0]; y[0] = v.xyz.zy.x;", inputs=["x"], outputs=["y"],
+                    name="swz")
+    unit = translate(_signature(k, np.zeros(4, np.float32), out=np.zeros(1, np.float32),
+                                n_threads=1))
+    assert "y[0] = v.z;" in unit.source and ".zy" not in unit.source
+
+
+def test_bfloat16_buffers_are_bfloat16_t_pointers() -> None:
+    # The engine stores bfloat16 arrays as uint16 CuPy arrays and passes their pointers: the
+    # kernel must read them as the runtime's 16-bit bfloat16_t, which the emulator uses too.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf = ml_dtypes.bfloat16
+    k = MetalKernel("uint i = thread_position_in_grid.x; y[i] = bfloat16_t(float(x[i]) * 2.0f);",
+                    inputs=["x"], outputs=["y"], name="bf")
+    unit = translate(_signature(k, np.zeros(8, bf), out=np.zeros(8, bf), n_threads=8))
+    assert "const bfloat16_t* __restrict__ cn_b0" in unit.source
+    assert "bfloat16_t* cn_b1" in unit.source
+    header = (RUNTIME / "cn_metal_types.h").read_text()
+    assert "static_assert(sizeof(bfloat) == 2" in header
+
+
+def test_bfloat16_on_the_emulator_rounds_like_ml_dtypes() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf = ml_dtypes.bfloat16
+    k = MetalKernel("uint i = thread_position_in_grid.x;\n"
+                    "float v = float(x[i]) * s[0] + 0.25f;\n"
+                    "y[i] = bfloat16_t(v);\nz[i] = as_type<ushort>(y[i]);",
+                    inputs=["x", "s"], outputs=["y", "z"], name="bf_round")
+    x = np.linspace(-3, 3, 40).astype(bf)
+    y, z = np.empty(40, bf), np.empty(40, np.uint16)
+    k(x, 1.5, out=(y, z), engine="emulator")
+    want = (x.astype(np.float32) * np.float32(1.5) + np.float32(0.25)).astype(bf)
+    np.testing.assert_array_equal(y.view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(z, want.view(np.uint16))

@@ -347,8 +347,8 @@ def test_metal_emulator_uses_host_arrays_in_place(monkeypatch):
                         lambda self, host, dtype, c: copies.append(host.dtype) or
                         real_to_device(self, host, dtype, c))
     seen = []
-    real_run = emu_metal.run_metal
-    monkeypatch.setattr(emu_metal, "run_metal",
+    real_run = emu_metal.launch_metal
+    monkeypatch.setattr(emu_metal, "launch_metal",
                         lambda sig, inputs, outputs, *a, **kw: seen.append((inputs, outputs))
                         or real_run(sig, inputs, outputs, *a, **kw))
     k = MetalKernel(PUSH, ["x", "v", "dt"], ["out"])

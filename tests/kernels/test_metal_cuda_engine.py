@@ -129,7 +129,7 @@ def test_assert_kernels_agree_on_the_cuda_engine(monkeypatch: pytest.MonkeyPatch
         rng = np.random.default_rng(seed)
         return rng.random(300, dtype=np.float32), np.zeros(300, np.float32)
 
-    assert assert_kernels_agree(kern, make_args, ports=["metal"]) == {"metal": "cuda"}
+    assert assert_kernels_agree(kern, make_args, ports=["metal"]) == {"metal": "metal-cuda"}
 
 
 def test_repeated_calls_reuse_a_plan_and_follow_every_change() -> None:
@@ -161,3 +161,28 @@ def test_mlx_style_api_on_the_cuda_engine() -> None:
     (y,) = k(inputs=[np.arange(16, dtype=np.float32)], output_shapes=[(16,)],
              output_dtypes=[np.float32], grid=(16, 1, 1), threadgroup=(16, 1, 1))
     np.testing.assert_array_equal(y, np.arange(16, dtype=np.float32) + 1)
+
+
+BF16 = """
+uint i = thread_position_in_grid.x;
+float v = float(x[i]) * s[0] + 0.25f;
+y[i] = bfloat16_t(v);
+z[i] = as_type<ushort>(y[i]);
+"""
+
+
+def test_bfloat16_arrays_give_the_emulator_bits() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf = ml_dtypes.bfloat16
+    k = MetalKernel(BF16, inputs=["x", "s"], outputs=["y", "z"], name="bf16_bits")
+    x = np.linspace(-3, 3, 1000).astype(bf)
+    got = (np.empty(1000, bf), np.empty(1000, np.uint16))
+    want = (np.empty(1000, bf), np.empty(1000, np.uint16))
+    k(x, 1.5, out=got, engine="cuda")  # NumPy bfloat16 in and out: uint16 on the device
+    k(x, 1.5, out=want, engine="emulator")
+    np.testing.assert_array_equal(got[0].view(np.uint16), want[0].view(np.uint16))
+    np.testing.assert_array_equal(got[1], want[1])
+    dev = k(x, 1.5, output_shapes=[x.shape, x.shape], output_dtypes=[bf, np.uint16],
+            engine="cuda")
+    assert dev[0].dtype == np.uint16  # a resident bfloat16 output is its uint16 bits
+    np.testing.assert_array_equal(_cupy().asnumpy(dev[0]), want[0].view(np.uint16))

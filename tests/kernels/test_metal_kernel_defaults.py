@@ -61,7 +61,8 @@ def test_mlx_engine_stays_forced(default_engine, monkeypatch):
 def test_engine_names(default_engine):
     assert get_metal_engine("emu-metal").name == "emu-metal"
     assert get_metal_engine("emulator").name == "emu-metal"
-    assert resolve_metal_engine("auto") == ("mlx" if metal_available() else "emulator")
+    assert resolve_metal_engine("auto") == ("mlx" if metal_available() else "emu-metal")
+    assert resolve_metal_engine("emulator") == resolve_metal_engine("emu-metal") == "emu-metal"
     with pytest.raises(ValueError, match="auto, mlx, emulator"):
         get_metal_engine("vulkan")
 

@@ -569,3 +569,70 @@ _add(
     atol=1e-5,
     features=("header-template", "threadgroup-pointer-param", "METAL_FUNC", "simd_sum"),
 )
+
+
+# 50. Swizzles of swizzles: read (v.xy.yx, v.xyz.zy, c.rgb.r, a chain of three, through a
+# pointer and a subscript), assigned (w.xyz.zy = ..., compound w.wzyx.x += ...), in a header
+# helper and in half precision.
+_SWZ_N = 300
+
+_SWZ_HEADER = """
+inline float3 reversed_rgb(float4 c) { return c.rgba.bgr; }
+"""
+
+
+def _swizzle_reference(x: np.ndarray) -> tuple[np.ndarray]:
+    v = x.astype(np.float64)
+    X, Y, Z, W = v[:, 0], v[:, 1], v[:, 2], v[:, 3]
+    out = np.empty((x.shape[0], 8))
+    out[:, 0] = Y + 2 * X                  # a = v.xy.yx: (y, x)
+    out[:, 1] = Z - Y                      # b = v.xyz.zy: (z, y)
+    out[:, 2] = X + Z                      # v.rgb.r + v.wzyx.xy.y
+    out[:, 3] = W + 10                     # w.wzyx.x += ..: w.w
+    out[:, 4] = 7 + Y                      # w.xyz.zy = (7, v.y): w.z
+    out[:, 5] = Y * 3                      # w.y through the chain, then * 3
+    out[:, 6] = Z + 2 * Y + 3 * X          # reversed_rgb(v) = (z, y, x), header helper
+    out[:, 7] = W + Z                      # half: h.zw.yx = (w, z) summed
+    return (out.astype(np.float32),)
+
+
+_add(
+    name="swizzle_of_swizzle",
+    header=_SWZ_HEADER,
+    source="""
+    uint i = thread_position_in_grid.x;
+    const device float4* rows = (const device float4*)x;
+    float4 v = rows[i];
+    float2 a = v.xy.yx;
+    float2 b = v.xyz
+        .zy;
+    float c = v.rgb.r + v.wzyx.xy.y;
+    float4 w = float4(0.0f, 1.0f, 2.0f, v.w);
+    w.wzyx.x += 10.0f;
+    w.xyz.zy = float2(7.0f + v.y, v.y);
+    w.xyzw.xy.y *= 3.0f;
+    float3 r = reversed_rgb(v);
+    half4 h = half4(v);
+    half2 hs = h.zw.yx;
+    device float* o = y + 8 * i;
+    o[0] = a.x + 2.0f * a.y;
+    o[1] = b.x - b.y;
+    o[2] = c;
+    o[3] = w.w;
+    o[4] = w.z;
+    o[5] = w.y;
+    o[6] = r.x + 2.0f * r.y + 3.0f * r.z;
+    o[7] = float(hs.x) + float(hs.y);
+    """,
+    inputs=("x",),
+    outputs=("y",),
+    make_args=lambda rng: Launch(
+        (np.round(_f32(rng, (_SWZ_N, 4), -4, 4) * 8) / 8,),  # exact in half
+        (np.empty((_SWZ_N, 8), np.float32),),
+        _SWZ_N,
+    ),
+    reference=_swizzle_reference,
+    rtol=1e-6,
+    atol=1e-6,
+    features=("swizzle", "swizzle-of-swizzle", "half", "header-helper"),
+)

@@ -33,9 +33,10 @@ def _rows(info: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows += [
         ("mlx / metal", "yes" if mlx["metal_available"] else "no", mlx["reason"]),
         (
-            "metal on cuda",
+            "metal-cuda",
             "yes" if cupy["available"] else "no",
-            "MetalKernel engine cuda (Metal translated to CUDA, NVRTC through CuPy)"
+            "MetalKernel engine metal-cuda, setting cuda (Metal translated to CUDA, NVRTC "
+            "through CuPy)"
             + ("" if cupy["available"] else f": {cupy['reason']}"),
         ),
         (

@@ -489,7 +489,7 @@ def run(workload: Workload, engine: str, inp: Inputs) -> RunResult:
         else:
             from cunumpy.kernels import metal_asarray
 
-            eng = {"mlx": "mlx", "metal-cuda": "cuda"}.get(engine, "emulator")
+            eng = engine  # the engine table's name selects the Metal engine itself
             kernel = workload.metal_kernel()
             t0 = clock()
             dev = [metal_asarray(v, engine=eng) for v in workload.metal_values(inp)]
@@ -500,7 +500,7 @@ def run(workload: Workload, engine: str, inp: Inputs) -> RunResult:
                          n_threads=inp.size, template=workload.template or None, engine=eng)
             if eng == "mlx":
                 _mlx_eval(out)
-            elif eng == "cuda":
+            elif eng == "metal-cuda":
                 import cupy
 
                 cupy.cuda.get_current_stream().synchronize()

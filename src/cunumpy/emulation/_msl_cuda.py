@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 
 from cunumpy._lang.metal_signature import MetalSignature, Param
+from cunumpy._lang.metal_swizzle import swizzle_chain_edits
 from cunumpy.emulation._rewrite import (
     _METAL_INCLUDE,
     _declaration,
@@ -39,7 +40,7 @@ from cunumpy.emulation._rewrite import (
 
 __all__ = ["ENGINE", "KERNEL_NAME", "MAX_DIMS", "CudaUnit", "translate"]
 
-ENGINE = "cuda"
+ENGINE = "metal-cuda"
 KERNEL_NAME = "cn_metal_kernel"
 MAX_DIMS = 12
 """Most dimensions an input may have when the body reads its ``_shape``/``_strides``."""
@@ -101,7 +102,7 @@ def rewrite_cuda(text: str) -> str:
     """Rewrite one piece of Metal source (a header or a body) for NVRTC, keeping every newline."""
     tokens = tokenize(text)
     sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
-    edits: list[tuple[int, int, str]] = []
+    edits: list[tuple[int, int, str]] = swizzle_chain_edits(sig, text)  # v.xyz.zy -> v.zy
     for t in tokens:
         if t.kind == "pp" and _METAL_INCLUDE.match(t.text):
             edits.append((t.start, t.start + len(t.text), ""))

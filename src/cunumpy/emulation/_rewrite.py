@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cunumpy._lang.metal_swizzle import swizzle_chain_edits
 from cunumpy._lang.tokens import Token, tokenize
 
 __all__ = ["SharedDecl", "Token", "rewrite", "synchronises", "tokenize"]
@@ -360,7 +361,7 @@ def rewrite(
         t.kind == "pp" and not SYNC_FUNCTIONS.isdisjoint(re.findall(r"\w+", t.text))
         for t in tokens
     )
-    edits: list[tuple[int, int, str]] = []
+    edits: list[tuple[int, int, str]] = swizzle_chain_edits(sig, text)  # v.xyz.zy -> v.zy
     shared: list[SharedDecl] = []
     for t in tokens:
         if t.kind == "pp" and _METAL_INCLUDE.match(t.text):

@@ -75,7 +75,7 @@ from cunumpy.emulation.errors import (
     UnwrittenOutputError,
 )
 
-__all__ = ["DIALECT", "EmulatorOptions", "generate_source", "run_metal"]
+__all__ = ["DIALECT", "EmulatorOptions", "generate_source", "launch_metal", "run_metal"]
 
 DIALECT = _launch.Dialect(
     engine="emu-metal",
@@ -488,6 +488,9 @@ def run_metal(
 ) -> None:
     """Run one Metal kernel launch on the CPU, writing ``outputs`` in place.
 
+    For callers outside the MetalKernel front end: the geometry, the outputs and ``math_mode``
+    are checked here (ValueError), then :func:`launch_metal` runs the launch.
+
     Parameters
     ----------
     signature : MetalSignature
@@ -519,7 +522,6 @@ def run_metal(
     KernelCrashError
         Isolated mode only: the kernel crashed its process.
     """
-    opts = resolve_options(options)
     name = signature.name
     if math_mode not in _MATH_MODE_LINES:
         raise ValueError(
@@ -527,11 +529,40 @@ def run_metal(
         )
     g, t = _check_geometry(name, grid, threadgroup)
     _check_outputs(name, signature, outputs)
+    launch_metal(signature, inputs, outputs, g, t, init_value=init_value, options=options,
+                 math_mode=math_mode)
+
+
+def launch_metal(
+    signature: MetalSignature,
+    inputs: Sequence[Any],
+    outputs: Sequence[np.ndarray],
+    grid: tuple[int, int, int],
+    threadgroup: tuple[int, int, int],
+    *,
+    init_value: Any = None,
+    options: EmulatorOptions | None = None,
+    math_mode: str = "safe",
+) -> None:
+    """The ``emu-metal`` engine's entry: :func:`run_metal` without its checks.
+
+    The MetalKernel front end has checked the call: ``grid`` and ``threadgroup`` are 3-tuples
+    of ints (the threadgroup clamped to the grid, at most 1024 threads), ``outputs`` fresh
+    C-contiguous, writeable, native-byte-order arrays, ``math_mode`` one of MLX's. Only
+    assertions stand for those checks here.
+    """
+    assert math_mode in _MATH_MODE_LINES, math_mode
+    assert len(grid) == 3 and len(threadgroup) == 3, (grid, threadgroup)
+    assert threadgroup[0] * threadgroup[1] * threadgroup[2] <= MAX_THREADS_PER_GROUP, threadgroup
+    assert all(o.flags.c_contiguous and o.flags.writeable for o in outputs)
+    opts = resolve_options(options)
+    name = signature.name
+    g, t = grid, threadgroup
     if opts.isolated:
         from cunumpy.emulation._isolated import run_isolated
 
         run_isolated(
-            "cunumpy.emulation.metal:run_metal",
+            "cunumpy.emulation.metal:launch_metal",
             (signature, list(inputs), list(outputs), g, t),
             {"init_value": init_value, "math_mode": math_mode,
              "options": replace(opts, isolated=False)},

@@ -50,7 +50,7 @@ def _metal_from_environment() -> bool:
         return cache[2]
     decision = config.use_metal()
     if decision is None:
-        if raw_engine is not None and _decode(raw_engine) == "emulator":
+        if raw_engine is not None and _decode(raw_engine) in ("emulator", "emu-metal"):
             decision = True
         else:
             from cunumpy.kernels._availability import metal_available

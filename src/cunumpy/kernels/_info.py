@@ -71,6 +71,14 @@ _EMULATOR = {row.dialect: row.name for row in _table.ENGINES.values() if not row
 """The CPU emulator of each dialect, from the engine table."""
 
 
+def _named(kind: str, setting: str) -> str:
+    """The engine table's name for a setting value (``emulator``, ``cuda``...), else itself."""
+    try:
+        return _table.canonical_name(kind, setting)
+    except ValueError:  # ``auto``, or an engine registered outside the table
+        return setting
+
+
 def _engine_ready(name: str, engine: Any) -> tuple[bool, str]:
     """Whether the engine called ``name`` can launch here, and why (not)."""
     if name in _table.ENGINES:
@@ -116,7 +124,7 @@ def kernel_engine(kind: str) -> dict[str, Any]:
         return entry
     name = str(getattr(engine, "name", setting))
     ok, reason = _engine_ready(name, engine)
-    if {"emulator": _EMULATOR[kind]}.get(setting, setting) != name:
+    if _named(kind, setting) != name:
         # The setting chose among engines (``auto``): say what decided it.
         if kind == "metal" and name == _EMULATOR[kind]:
             why = _engine_ready("mlx", None)[1].split(";")[0]  # MLX's reason, without its advice

@@ -1,4 +1,4 @@
-"""The ``cuda`` engine of MetalKernel: Metal kernels on an NVIDIA GPU, through NVRTC and CuPy.
+"""The ``metal-cuda`` engine of MetalKernel (setting ``cuda``): Metal kernels on an NVIDIA GPU, through NVRTC and CuPy.
 
 Each kernel variant is translated to one CUDA C++ translation unit
 (:func:`cunumpy.emulation._msl_cuda.translate`), compiled by ``cupy.RawModule`` (CuPy keeps the
@@ -20,12 +20,14 @@ from __future__ import annotations
 import hashlib
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from cunumpy._engines._base import Program
+from cunumpy._engines._metal import MetalEngineBase, MetalLaunch, MetalLimits
 from cunumpy.emulation._msl_cuda import ENGINE, MAX_DIMS, CudaUnit, nvrtc_log_as_gcc, translate
 from cunumpy.kernels._metal_dtypes import is_bfloat16
 
@@ -33,7 +35,7 @@ __all__ = ["CudaMetalEngine"]
 
 _RUNTIME = Path(__file__).resolve().parent.parent / "emulation" / "runtime"
 _HEADERS = ("cn_rtc_std.h", "cn_metal_types.h", "cn_metal_flags.h", "cn_metal_cuda.h")
-_MAX_GROUPS_YZ = 65535
+_LIMITS = MetalLimits(1024, (2**31 - 1, 65535, 65535))
 _SMALL = 8
 _VALUE_CACHE = 4096
 
@@ -49,20 +51,25 @@ def _storage(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.uint16) if is_bfloat16(dtype) else np.dtype(dtype)
 
 
-class CudaMetalEngine:
-    """Runs MetalKernel launches on an NVIDIA GPU (the ``cuda`` engine)."""
+class CudaMetalEngine(MetalEngineBase):
+    """Runs MetalKernel launches on an NVIDIA GPU (the ``metal-cuda`` engine, setting ``cuda``)."""
 
     name = ENGINE
+    device_out = True
 
     def __init__(self) -> None:
+        super().__init__()
         self._cupy: Any = None
         self._digest: str | None = None
         self._functions: dict[tuple, tuple[Any, CudaUnit]] = {}
         self._geometry: dict[tuple, tuple[Any, Any]] = {}
-        self._by_id: dict[tuple, tuple[Any, tuple[Any, CudaUnit]]] = {}
         self._values: dict[tuple, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
         self._keep: list[Any] = []
+
+    def limits(self) -> MetalLimits:
+        """Metal's 1024 threads per threadgroup; CUDA's 65535 blocks along y and z."""
+        return _LIMITS
 
     # -- availability and arrays ---------------------------------------------------------------
     def _module(self) -> Any:
@@ -109,33 +116,26 @@ class CudaMetalEngine:
         return self._module().ascontiguousarray(device)
 
     # -- compilation ---------------------------------------------------------------------------
-    def compile(self, signature: Any, small: tuple[bool, ...], threads: int,
-                math_mode: str = "safe") -> tuple[Any, CudaUnit]:
-        """The compiled ``cupy.RawKernel`` and translation of one variant (cached)."""
+    def compile(self, program: Program, small: tuple[bool, ...],
+                threads: int) -> tuple[Any, CudaUnit]:
+        """The compiled ``cupy.RawKernel`` and translation of one variant (cached by the
+        program, which inputs travel by value, the threadgroup size and the device)."""
         cupy = self._module()
-        device = cupy.cuda.runtime.getDevice()
-        # Front ends keep one signature object per variant: look it up by identity first (the
-        # signature itself, kept in the value, makes the id safe from reuse).
-        fast = (id(signature), small, threads, math_mode, device)
-        hit = self._by_id.get(fast)
-        if hit is not None and hit[0] is signature:
-            return hit[1]
-        types = tuple(type(v) for _, v in signature.template)
-        key = (signature, types, small, threads, math_mode, device)
+        key = (program, small, threads, cupy.cuda.runtime.getDevice())
         hit = self._functions.get(key)
         if hit is not None:
-            self._by_id[fast] = (signature, hit)
             return hit
         with self._lock:
             hit = self._functions.get(key)
             if hit is not None:
                 return hit
+            signature = program.signature
             unit = translate(signature, small_by_value=small, threads_per_group=threads)
             if self._digest is None:
                 self._digest = _runtime_digest()
             code = f"// cunumpy metal runtime {self._digest}\n{unit.source}"
             options = [f"-I{_RUNTIME}", "-std=c++17", "--device-int128"]
-            if math_mode == "fast":
+            if program.setting("math_mode") == "fast":
                 options += ["--use_fast_math", "-D__FAST_MATH__=1"]
             try:
                 module = cupy.RawModule(code=code, options=tuple(options))
@@ -153,7 +153,6 @@ class CudaMetalEngine:
                                          command=tuple(options)) from None
             hit = (function, unit)
             self._functions[key] = hit
-            self._by_id[fast] = (signature, hit)
         return hit
 
     def _launch_args(self, grid: tuple[int, int, int], threadgroup: tuple[int, int, int]) -> Any:
@@ -186,33 +185,40 @@ class CudaMetalEngine:
         return hit[1]
 
     # -- launching -----------------------------------------------------------------------------
-    def launch(self, kernel: Any, signature: Any, inputs: Sequence[Any],
-               output_shapes: Sequence[tuple[int, ...]], output_dtypes: Sequence[np.dtype],
-               grid: tuple[int, int, int], threadgroup: tuple[int, int, int],
-               template: Sequence[tuple[str, Any]], *, init_value: Any = None,
-               math_mode: str = "safe", into: Sequence[Any] | None = None) -> list[Any]:
+    def _prepare(self, program: Program) -> Callable[[MetalLaunch], list[Any]]:
+        signature = program.signature
+        tag = f"[{ENGINE} kernel {signature.name!r}]"
+        functions: dict[tuple, tuple[Any, CudaUnit]] = {}  # this program's, by (threads, device)
+
+        def go(launch: MetalLaunch) -> list[Any]:
+            return self._launch(program, signature, tag, launch, functions)
+
+        return go
+
+    def _launch(self, program: Program, signature: Any, tag: str, launch: MetalLaunch,
+                functions: dict[tuple, tuple[Any, CudaUnit]]) -> list[Any]:
         """Run one launch; return the outputs as CuPy arrays.
 
-        ``into`` (optional, one per output) are the caller's arrays: a C-contiguous CuPy array
-        of the output's storage dtype and size is written in place; others get a fresh array.
+        ``launch.into`` (optional, one per output) are the caller's arrays: a C-contiguous CuPy
+        array of the output's storage dtype and size is written in place; others get a fresh
+        array. The front end checked the geometry against :meth:`limits`.
         """
         cupy = self._module()
         from cupy.cuda.function import CPointer
 
-        tag = f"[{ENGINE} kernel {signature.name!r}]"
+        grid, threadgroup, inputs = launch.grid, launch.threadgroup, launch.inputs
+        into, init_value = launch.into, launch.init_value
         small = (False,) * len(inputs)  # every input is a CuPy array here
         threads = threadgroup[0] * threadgroup[1] * threadgroup[2]
-        if threads > 1024:
-            raise ValueError(f"{tag} threadgroup {threadgroup} has {threads} threads, over 1024")
+        assert threads <= _LIMITS.max_threads_per_threadgroup, threadgroup
         groups = tuple(-(-g // t) for g, t in zip(grid, threadgroup))
-        if groups[1] > _MAX_GROUPS_YZ or groups[2] > _MAX_GROUPS_YZ:
-            raise ValueError(
-                f"{tag} grid {grid} with threadgroup {threadgroup} makes {groups} threadgroups; "
-                f"CUDA allows at most {_MAX_GROUPS_YZ} in y and z: put the long axis first"
-            )
-        function, unit = self.compile(signature, small, threads, math_mode)
+        key = (threads, cupy.cuda.runtime.getDevice())
+        hit = functions.get(key)
+        if hit is None:
+            hit = functions[key] = self.compile(program, small, threads)
+        function, unit = hit
         outputs = []
-        for i, (shape, dtype) in enumerate(zip(output_shapes, output_dtypes)):
+        for i, (shape, dtype) in enumerate(zip(launch.output_shapes, launch.output_dtypes)):
             store = _storage(dtype)
             given = into[i] if into is not None else None
             if (given is not None and self.is_device_array(given)
@@ -242,7 +248,7 @@ class CudaMetalEngine:
                 buf = _meta(inputs[a.arg], tag, signature, a.arg)
                 keep.append(buf)
                 args.append(CPointer(buf.ctypes.data))
-        function(groups, (threads, 1, 1), tuple(args), 0, None)
+        function(groups, (threads, 1, 1), tuple(args), 0, launch.stream)
         return outputs
 
 

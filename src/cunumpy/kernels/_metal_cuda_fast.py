@@ -1,4 +1,4 @@
-"""The per-call fast path of the ``cuda`` MetalKernel engine.
+"""The per-call fast path of the ``metal-cuda`` MetalKernel engine (setting ``cuda``).
 
 A MetalKernel call on CuPy arrays and Python numbers, repeated with the same dtypes, shapes,
 strides, template, ``n_threads`` and threadgroup (a time loop), needs the full front end only
@@ -18,13 +18,17 @@ from typing import Any
 import numpy as np
 
 from cunumpy import profiling
+from cunumpy.kernels._metal_cuda_run import CONST as _CONST
+from cunumpy.kernels._metal_cuda_run import INPUT as _INPUT
+from cunumpy.kernels._metal_cuda_run import MAX_RUNS, generate_run
+from cunumpy.kernels._metal_cuda_run import OUTPUT as _OUTPUT
+from cunumpy.kernels._metal_cuda_run import SMALL as _SMALL
 
 __all__ = ["Plan", "fast_call"]
 
 _I32 = (-(2**31), 2**31 - 1)
 _F32_MAX = float(np.finfo(np.float32).max)
 _MISS = object()
-_INPUT, _OUTPUT, _SMALL, _CONST = range(4)
 _PLANS_PER_KERNEL = 64
 
 
@@ -115,6 +119,11 @@ def _small(engine: Any, dtype: np.dtype, value: Any) -> Any:
     return ptr
 
 
+def _small_or_none(engine: Any, dtype: np.dtype, value: Any) -> Any:
+    ptr = _small(engine, dtype, value)
+    return None if ptr is _MISS else ptr
+
+
 def fast_call(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, template: Any,
               threadgroup: Any, output_shapes: Any, output_dtypes: Any) -> Any:
     """Run the call through a cached plan; ``_MISS`` when the full path must run it."""
@@ -140,6 +149,12 @@ def fast_call(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any,
         if len(plans) >= _PLANS_PER_KERNEL:
             plans.clear()
         plans[key] = plan
+        made = generate_run(plan, engine, kernel, inputs, out, n_threads, template,
+                            threadgroup, output_shapes, output_dtypes, key[1], _small_or_none)
+        if made is not None:  # the next such call skips this function
+            runs = kernel.__dict__.setdefault("_cuda_runs", [])
+            runs.insert(0, made)
+            del runs[MAX_RUNS:]
     if plan.resident:
         outs = [cupy.empty(s, dtype=d) for s, d in zip(plan.out_shapes, plan.out_dtypes)]
     else:
@@ -201,9 +216,11 @@ def _build(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, te
                 return None
     threads = tg[0] * tg[1] * tg[2]
     groups = tuple(-(-g // t) for g, t in zip(grid, tg))
-    if threads > 1024 or groups[1] > 65535 or groups[2] > 65535:
+    limits = engine.limits()
+    if threads > limits.max_threads_per_threadgroup or any(
+            n > most for n, most in zip(groups, limits.max_threadgroups)):
         return None  # the full path raises the error
-    function, unit = engine.compile(sig, small, threads)
+    function, unit = engine.compile(kernel._program(sig, "safe")[1], small, threads)
     keep: list[Any] = []
     args: list[tuple[int, int, Any]] = []
     for a in unit.args:
@@ -211,7 +228,7 @@ def _build(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, te
             args.append((_SMALL, a.arg, bound[a.arg][1]))
         elif a.kind == "meta":
             dev = bound[a.arg][0]
-            buf = _meta(dev, f"[cuda kernel {kernel.name!r}]", sig, a.arg)
+            buf = _meta(dev, f"[{engine.name} kernel {kernel.name!r}]", sig, a.arg)
             keep.append(buf)
             args.append((_CONST, a.arg, CPointer(buf.ctypes.data)))
         else:

@@ -6,12 +6,17 @@ and never knows which engine runs.
 
 ``mlx``
     A real Apple GPU through ``mx.fast.metal_kernel``. Device arrays are ``mlx.core.array``.
-``emulator`` (spelled ``emu-metal`` in messages)
+``emu-metal`` (setting ``emulator``)
     The CPU emulator (:mod:`cunumpy.emulation.metal`). Device arrays are
     :class:`EmulatedDeviceArray`, a NumPy array the emulator treats as GPU memory.
-``cuda``
+``metal-cuda`` (setting ``cuda``)
     An NVIDIA GPU: the kernel is translated to CUDA and compiled with NVRTC through CuPy
     (:mod:`cunumpy.kernels._metal_cuda`). Device arrays are ``cupy.ndarray``.
+
+The names are the engine table's (:mod:`cunumpy._engines._table`). Every engine gets the
+kernel's frozen :class:`~cunumpy._engines._base.Program` and a
+:class:`~cunumpy._engines._metal.MetalLaunch` per call (:mod:`cunumpy._engines._metal`),
+never the ``MetalKernel``.
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ from __future__ import annotations
 import functools
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
 from cunumpy import config, profiling
+from cunumpy._engines._base import Program
+from cunumpy._engines._metal import MetalEngineBase, MetalLaunch, MetalLimits
+from cunumpy._engines._table import canonical_name, engine_names
 
 __all__ = [
     "EmulatedDeviceArray",
@@ -91,13 +99,18 @@ class EmulatedDeviceArray:
 
 
 class MetalEngine(Protocol):
-    """What the MetalKernel front end needs from an engine."""
+    """What the MetalKernel front end needs from an engine (see :mod:`cunumpy._engines._metal`)."""
 
     name: str
-    """Spelling in messages and test ids: ``mlx``, ``emu-metal`` or ``cuda``."""
+    """The engine table's name: ``mlx``, ``emu-metal`` or ``metal-cuda``."""
+    device_out: bool
+    """True when device arrays given as ``out=`` are written in place (``metal-cuda``)."""
 
     def check_available(self) -> None:
         """Raise ImportError/RuntimeError saying why this engine cannot launch here."""
+
+    def limits(self) -> MetalLimits:
+        """The launch limits the front end checks a call against."""
 
     def is_device_array(self, a: Any) -> bool:
         """True for this engine's device arrays (taken by a launch with no copy)."""
@@ -114,34 +127,21 @@ class MetalEngine(Protocol):
     def contiguous(self, device: Any) -> Any:
         """The device array made row-contiguous on the device (no host transfer)."""
 
-    def launch(
-        self,
-        kernel: Any,
-        signature: Any,
-        inputs: Sequence[Any],
-        output_shapes: Sequence[tuple[int, ...]],
-        output_dtypes: Sequence[np.dtype],
-        grid: tuple[int, int, int],
-        threadgroup: tuple[int, int, int],
-        template: Sequence[tuple[str, Any]],
-        *,
-        init_value: Any = None,
-        math_mode: str = "safe",
-    ) -> list[Any]:
-        """Run one launch; return the outputs as device arrays.
-
-        ``init_value`` fills the outputs first (None: uninitialised); ``math_mode`` is MLX's
-        ``compile_options["math_mode"]`` (``safe``, ``relaxed`` or ``fast``).
-        """
+    def prepare(self, program: Program) -> Callable[[MetalLaunch], list[Any]]:
+        """The launch callable of ``program`` (cached by the program): it takes a
+        :class:`~cunumpy._engines._metal.MetalLaunch` and returns the outputs as device
+        arrays."""
 
 
-class EmulatorEngine:
-    """Runs MetalKernel launches on the CPU emulator."""
+class EmulatorEngine(MetalEngineBase):
+    """Runs MetalKernel launches on the CPU emulator (``emu-metal``)."""
 
     name = "emu-metal"
+    array_space = "host"
     host_resident = True
     """Device memory is host memory: the front end passes arrays of the right layout and dtype
-    in place (:meth:`borrow`) and lets the launch write NumPy outputs directly."""
+    in place (:meth:`borrow`) and lets the launch write NumPy outputs directly (given as
+    ``MetalLaunch.into``)."""
 
     def check_available(self) -> None:
         from cunumpy.emulation import find_compiler
@@ -170,26 +170,33 @@ class EmulatorEngine:
             return device
         return EmulatedDeviceArray(np.ascontiguousarray(device._data))
 
-    def launch(self, kernel, signature, inputs, output_shapes, output_dtypes, grid, threadgroup,
-               template, *, init_value=None, math_mode="safe",
-               into=None) -> list[EmulatedDeviceArray]:
-        from cunumpy.emulation.metal import run_metal
+    def _prepare(self, program: Program) -> Callable[[MetalLaunch], list[EmulatedDeviceArray]]:
+        from cunumpy.emulation.metal import launch_metal
 
-        if into is not None:  # the caller's NumPy outputs, written in place
-            outputs = list(into)
-        else:
-            outputs = [np.empty(shape, dtype=dtype) for shape, dtype in zip(output_shapes,
-                                                                             output_dtypes)]
-        if init_value is not None:
-            for o in outputs:
-                o.fill(init_value)
-        run_metal(signature, [a._data for a in inputs], outputs, grid, threadgroup,
-                  init_value=init_value, options=kernel.emulator_options, math_mode=math_mode)
-        return [EmulatedDeviceArray(o) for o in outputs]
+        signature = program.signature
+        options = program.setting("emulator_options")
+        math_mode = program.setting("math_mode")
+
+        def go(launch: MetalLaunch) -> list[EmulatedDeviceArray]:
+            init_value = launch.init_value
+            if launch.into is not None:  # the caller's NumPy outputs, written in place
+                outputs = list(launch.into)
+            else:
+                outputs = [np.empty(shape, dtype=dtype)
+                           for shape, dtype in zip(launch.output_shapes, launch.output_dtypes)]
+            if init_value is not None:
+                for o in outputs:
+                    o.fill(init_value)
+            launch_metal(signature, [a._data for a in launch.inputs], outputs, launch.grid,
+                         launch.threadgroup, init_value=init_value, options=options,
+                         math_mode=math_mode)
+            return [EmulatedDeviceArray(o) for o in outputs]
+
+        return go
 
 
-class MLXEngine:
-    """Runs MetalKernel launches on an Apple GPU through MLX."""
+class MLXEngine(MetalEngineBase):
+    """Runs MetalKernel launches on an Apple GPU through MLX (``mlx``)."""
 
     name = "mlx"
 
@@ -235,65 +242,70 @@ class MLXEngine:
     def contiguous(self, device: Any) -> Any:
         return device  # MLX makes inputs row-contiguous itself when the kernel asks for it
 
-    def launch(self, kernel, signature, inputs, output_shapes, output_dtypes, grid, threadgroup,
-               template, *, init_value=None, math_mode="safe") -> list[Any]:
+    def _prepare(self, program: Program) -> Callable[[MetalLaunch], list[Any]]:
         from cunumpy.kernels._metal_mlx import launch_mlx
 
-        return launch_mlx(
-            signature,
-            signature.source,
-            kernel.input_names,
-            kernel.output_names,
-            kernel.header,
-            list(inputs),
-            [tuple(s) for s in output_shapes],
-            list(output_dtypes),
-            grid,
-            threadgroup,
-            template=list(template),
-            init_value=init_value,
-            atomic_outputs=kernel.atomic_outputs,
-            ensure_row_contiguous=kernel.ensure_row_contiguous,
-            compile_options=() if math_mode == "safe" else (("math_mode", math_mode),),
-        )
+        signature = program.signature
+        inputs, outputs = program.setting("inputs"), program.setting("outputs")
+        atomic = program.setting("atomic_outputs")
+        contiguous = program.setting("ensure_row_contiguous")
+        math_mode = program.setting("math_mode")
+        options = () if math_mode == "safe" else (("math_mode", math_mode),)
+
+        def go(launch: MetalLaunch) -> list[Any]:
+            return launch_mlx(
+                signature, signature.source, inputs, outputs, signature.header,
+                list(launch.inputs), [tuple(s) for s in launch.output_shapes],
+                list(launch.output_dtypes), launch.grid, launch.threadgroup,
+                template=list(program.template), init_value=launch.init_value,
+                atomic_outputs=atomic, ensure_row_contiguous=contiguous,
+                compile_options=options,
+            )
+
+        return go
 
 
 @functools.cache
 def _engine(name: str) -> MetalEngine:
+    """The one engine object of each engine table name."""
     if name == "mlx":
         return MLXEngine()
-    if name == "cuda":
+    if name == "metal-cuda":
         from cunumpy.kernels._metal_cuda import CudaMetalEngine
 
         return CudaMetalEngine()
-    if name == "emulator":
+    if name == "emu-metal":
         return EmulatorEngine()
-    raise ValueError(f"unknown Metal engine {name!r}; valid engines are mlx, emulator, cuda")
+    raise ValueError(f"unknown Metal engine {name!r}; engines are {', '.join(_NAMES)}")
 
 
+_NAMES = engine_names("metal")
 _warned_auto = [False]
+_by_setting: dict[str, MetalEngine] = {}
+"""Engine objects by the (non-``auto``) setting or name that selected them: a call's fast path."""
 
 
 def resolve_metal_engine(name: str | None = None) -> str:
-    """``"mlx"``, ``"emulator"`` or ``"cuda"``: the engine ``name`` stands for here.
+    """The engine table's name (``mlx``, ``emu-metal``, ``metal-cuda``) that ``name`` selects.
 
-    ``None`` reads ``CUNUMPY_METAL_ENGINE``; ``"auto"`` (the default) is ``"mlx"`` where MLX
-    reports a working Metal GPU and ``"emulator"`` elsewhere (a launch then warns once, see
-    :func:`warn_auto_fallback`). ``"emu-metal"`` is ``"emulator"``.
+    ``None`` reads ``CUNUMPY_METAL_ENGINE``. Accepted: the table's names and the settings
+    ``auto``, ``emulator`` (``emu-metal``) and ``cuda`` (``metal-cuda``). ``auto`` (the default)
+    is ``mlx`` where MLX reports a working Metal GPU and ``emu-metal`` elsewhere (a launch then
+    warns once, see :func:`warn_auto_fallback`).
     """
     if name is None:
         name = config.metal_engine()
-    if name == "emu-metal":
-        name = "emulator"
-    if name not in config.METAL_ENGINES:
-        raise ValueError(
-            f"unknown Metal engine {name!r}; valid engines are {', '.join(config.METAL_ENGINES)}"
-        )
-    if name != "auto":
-        return name
-    from cunumpy.kernels._availability import metal_status
+    if name == "auto":
+        from cunumpy.kernels._availability import metal_status
 
-    return "mlx" if metal_status()[0] else "emulator"
+        return "mlx" if metal_status()[0] else "emu-metal"
+    try:
+        return canonical_name("metal", name)
+    except ValueError:
+        raise ValueError(
+            f"unknown Metal engine {name!r}; valid engines are "
+            f"{', '.join(config.METAL_ENGINES)} (emulator is emu-metal, cuda is metal-cuda)"
+        ) from None
 
 
 def warn_auto_fallback(requested: str | None, stacklevel: int = 4) -> None:
@@ -320,9 +332,16 @@ def warn_auto_fallback(requested: str | None, stacklevel: int = 4) -> None:
 
 
 def get_metal_engine(name: str | None = None) -> MetalEngine:
-    """The engine called ``name`` (``"auto"``, ``"mlx"``, ``"emulator"`` or ``"cuda"``).
+    """The engine ``name`` selects (an engine table name or a ``CUNUMPY_METAL_ENGINE`` value).
 
     ``None`` reads ``CUNUMPY_METAL_ENGINE`` (see :func:`cunumpy.config.metal_engine`); ``auto``
-    is resolved by :func:`resolve_metal_engine`.
+    is resolved by :func:`resolve_metal_engine` at every call.
     """
-    return _engine(resolve_metal_engine(name))
+    if name is None:
+        name = config.metal_engine()
+    eng = _by_setting.get(name)  # type: ignore[arg-type]
+    if eng is None:
+        eng = _engine(resolve_metal_engine(name))
+        if name != "auto" and isinstance(name, str):
+            _by_setting[name] = eng
+    return eng

@@ -298,7 +298,7 @@ class MLXStyleKernel:
             from cunumpy.kernels._metal_mlx import to_numpy
 
             return [np.array(to_numpy(r)) for r in results]
-        if eng.name == "cuda":  # CuPy results: MLX's API hands back host (or MLX) arrays
+        if eng.name == "metal-cuda":  # CuPy results: MLX's API hands back host (or MLX) arrays
             arrays = [np.asarray(eng.host_view(r)) for r in results]
             if any(is_bfloat16(d) for d in dtypes):
                 arrays = [a.view(d) if is_bfloat16(d) else a for a, d in zip(arrays, dtypes)]

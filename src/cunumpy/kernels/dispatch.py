@@ -452,7 +452,7 @@ class Kernel:
             self._bad_keywords(launch)
         impl = self._host if port == "host" else self._cuda if port == "cuda" else self._metal
         if impl is None and port == "cuda" and self._metal and config.metal_on_cuda():
-            self._metal(*self._metal_in(args), out=self._metal_out(args), engine="cuda",
+            self._metal(*self._metal_in(args), out=self._metal_out(args), engine="metal-cuda",
                         **_only(launch, _METAL_KEYS))
         elif impl is None:
             self._need(port, args)

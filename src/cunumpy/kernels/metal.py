@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from cunumpy import profiling
+from cunumpy._engines._base import Program
+from cunumpy._engines._metal import MetalLaunch, metal_program
 from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_signature
 from cunumpy.kernels._metal_checks import _check_threadgroup
 from cunumpy.kernels._metal_dtypes import is_bfloat16, msl_dtype, supported_dtypes
@@ -41,7 +43,7 @@ _SUPPORTED_TEXT = (
 )
 _MATH_MODES = ("safe", "relaxed", "fast")
 _cuda_fast: list[Any] = [None]
-"""The cuda engine's fast-path module, imported at its first use."""
+"""The metal-cuda engine's fast-path module, imported at its first use."""
 
 
 def _check_names(role: str, names: Any) -> tuple[str, ...]:
@@ -97,8 +99,9 @@ class MetalKernel:
     layout and template values; MLX caches the compiled pipeline, and the emulator caches the
     compiled library on disk (``CUNUMPY_CACHE_DIR``, default the user cache directory).
     ``CUNUMPY_METAL_ENGINE`` (``auto``, the default: MLX where a Metal GPU works, else the
-    emulator with a one-time warning; ``mlx``; ``emulator``) picks the engine at each call; so
-    does the ``engine`` keyword of a call.
+    emulator with a one-time warning; ``mlx``; ``emulator``; ``cuda``, an NVIDIA GPU) picks the
+    engine at each call; so does the ``engine`` keyword of a call. Engines get the call's
+    frozen :meth:`program` and launch data, never the kernel itself.
 
     MLX names a templated variant after its values written as text, so ``{"N": True}`` and
     ``{"N": 1}`` get the same kernel name there (``_1``). cunumpy keeps the two apart (different
@@ -172,8 +175,10 @@ class MetalKernel:
         self.atomic_outputs = bool(atomic_outputs)
         self.init_value = init_value
         self.ensure_row_contiguous = bool(ensure_row_contiguous)
-        self.emulator_options = emulator_options
+        self._emulator_options = emulator_options
         self._signatures: dict[Any, MetalSignature] = {}
+        self._programs: dict[tuple[int, str], tuple[MetalSignature, Program]] = {}
+        self._launchers: dict[tuple[int, str, Any], tuple[MetalSignature, Any, tuple]] = {}
         # Per input: does the body subscript it (``a[``)? A number passed for such an input is a
         # one-element array, otherwise a 0-d value as MLX makes it.
         self._subscripted = tuple(
@@ -181,6 +186,45 @@ class MetalKernel:
             for n in self.input_names
         )
         self._templates: dict[Any, tuple[tuple[str, Any], ...]] = {}
+
+    @property
+    def emulator_options(self) -> Any:
+        """The CPU emulator's options (None: from the environment at each launch). Setting
+        them makes new programs, so the next launch of every variant prepares afresh."""
+        return self._emulator_options
+
+    @emulator_options.setter
+    def emulator_options(self, value: Any) -> None:
+        self._emulator_options = value
+        self._programs = {}
+        self._launchers = {}
+
+    def _program(self, sig: MetalSignature, math_mode: str) -> tuple[MetalSignature, Program]:
+        # Keyed by the signature object, which the variant cache keeps alive (so its id is
+        # stable); the entry keeps it too and is checked, so a reused id never matches.
+        key = (id(sig), math_mode)
+        hit = self._programs.get(key)
+        if hit is None or hit[0] is not sig:
+            program = metal_program(
+                sig, input_names=self.input_names, output_names=self.output_names,
+                atomic_outputs=self.atomic_outputs,
+                ensure_row_contiguous=self.ensure_row_contiguous, math_mode=math_mode,
+                emulator_options=self._emulator_options,
+            )
+            hit = self._programs[key] = (sig, program)
+        return hit
+
+    def _launcher(self, sig: MetalSignature, math_mode: str,
+                  eng: MetalEngine) -> tuple[Any, tuple[int, int, int]]:
+        """The engine's launch callable for a variant (``eng.prepare(program)``, made once) and
+        the engine's most threadgroups per dimension."""
+        key = (id(sig), math_mode, eng)
+        hit = self._launchers.get(key)
+        if hit is None or hit[0] is not sig:
+            program = self._program(sig, math_mode)[1]
+            hit = (sig, eng.prepare(program), tuple(eng.limits().max_threadgroups))
+            self._launchers[key] = hit
+        return hit[1], hit[2]
 
     def __repr__(self) -> str:
         return (
@@ -308,8 +352,8 @@ class MetalKernel:
                 f"MetalKernel {self.name!r}: give either out= or output_shapes=/output_dtypes=, "
                 "not both"
             )
-        # The cuda engine also fills CuPy arrays in place (a copy on the device).
-        on_device = engine is not None and engine.name == "cuda"
+        # The metal-cuda engine also fills CuPy arrays in place (a copy on the device).
+        on_device = engine is not None and engine.device_out
         if on_device and engine.is_device_array(out) and not isinstance(out, (list, tuple)):
             out = [out]
         outs = [out] if isinstance(out, np.ndarray) else out
@@ -367,6 +411,16 @@ class MetalKernel:
                 f"(the total number of threads per dimension), got {n_threads!r}"
             )
         return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
+
+    def _too_many_groups(self, eng: MetalEngine, grid: tuple[int, int, int],
+                         threadgroup: tuple[int, int, int], most: tuple[int, int, int]) -> None:
+        """Raise: the grid makes more threadgroups than the engine's limits allow."""
+        groups = tuple(-(-g // t) for g, t in zip(grid, threadgroup))
+        raise ValueError(
+            f"MetalKernel {self.name!r}: grid {grid} with threadgroup {threadgroup} makes "
+            f"{groups} threadgroups; the {eng.name} engine allows at most {most} (put the long "
+            "axis first)"
+        )
 
     def _template(self, template: Any) -> tuple[tuple[str, Any], ...]:
         if template is None:
@@ -515,11 +569,12 @@ class MetalKernel:
             name such as ``"float"`` or ``"half"``). Each distinct set compiles another variant.
         output_shapes, output_dtypes : optional
             Instead of ``out``: the outputs stay on the device and are returned as device arrays
-            (``mlx.core.array``, ``cupy.ndarray`` on the cuda engine, or
+            (``mlx.core.array``, ``cupy.ndarray`` on the metal-cuda engine, or
             :class:`EmulatedDeviceArray` on the emulator) that the next
             call takes without a copy. Bring them back with :func:`cunumpy.to_numpy`.
-        engine : {"auto", "mlx", "emulator", "cuda"}, optional
-            Overrides ``CUNUMPY_METAL_ENGINE`` for this call.
+        engine : {"auto", "mlx", "emulator", "cuda", "emu-metal", "metal-cuda"}, optional
+            Overrides ``CUNUMPY_METAL_ENGINE`` for this call (``emulator`` is the engine
+            ``emu-metal``, ``cuda`` the engine ``metal-cuda``).
         threadgroup : int or tuple of 1-3 ints, optional
             Threads per threadgroup for this call (as MLX takes it at each call); default the
             kernel's ``threadgroup``.
@@ -530,7 +585,12 @@ class MetalKernel:
             ``out`` itself (one output) or the tuple of outputs; device arrays in resident mode.
         """
         eng = get_metal_engine(engine)
-        if eng.name == "cuda":  # repeated calls on CuPy arrays: a cached launch plan
+        if eng.device_out:  # metal-cuda: repeated calls on CuPy arrays take a launch plan
+            for _, run in self.__dict__.get("_cuda_runs", ()):  # generated per plan
+                done = run(inputs, out, n_threads, template, threadgroup, output_shapes,
+                           output_dtypes)
+                if done is not None:
+                    return done
             fast = _cuda_fast[0]
             if fast is None:
                 from cunumpy.kernels import _metal_cuda_fast as fast
@@ -548,7 +608,7 @@ class MetalKernel:
              init_value: Any = None, math_mode: str = "safe", verbose: bool = False,
              requested: str | None = None) -> Any:
         """One launch (``__call__`` and :func:`cunumpy.kernels.metal_kernel` call it)."""
-        bound, outs, shapes, out_dtypes, grid, tmpl, sig = self._prepare(
+        bound, outs, shapes, out_dtypes, grid, _tmpl, sig = self._prepare(
             inputs, out, n_threads, template, output_shapes, output_dtypes, eng
         )
         tg = self.threadgroup if threadgroup is None else _check_threadgroup(threadgroup)
@@ -562,6 +622,10 @@ class MetalKernel:
         if eng.name == "emu-metal":
             warn_auto_fallback(requested)
         threadgroup = (min(tg[0], grid[0]), min(tg[1], grid[1]), min(tg[2], grid[2]))
+        go, most = self._launcher(sig, math_mode, eng)
+        if (grid[0] > threadgroup[0] * most[0] or grid[1] > threadgroup[1] * most[1]
+                or grid[2] > threadgroup[2] * most[2]):
+            self._too_many_groups(eng, grid, threadgroup, most)
         device_inputs = []
         contiguous = self.ensure_row_contiguous
         recording = profiling._active
@@ -583,18 +647,18 @@ class MetalKernel:
                     f"{dtype.name}{list(a.shape)}",
                 )
             device_inputs.append(dev)
-        into = {}
+        into = None
         if outs is not None and not all(isinstance(o, np.ndarray) for o in outs):
-            into = {"into": outs}  # device arrays given as out= (cuda engine): written in place
+            into = tuple(outs)  # device arrays given as out= (metal-cuda): written in place
         elif outs is not None and resident and _fills_in_place(outs, shapes, out_dtypes,
                                                                device_inputs):
-            into = {"into": outs}  # the emulator writes the NumPy outputs themselves
-        results = eng.launch(self, sig, device_inputs, shapes, out_dtypes, grid, threadgroup,
-                             tmpl, init_value=init_value, math_mode=math_mode, **into)
+            into = tuple(outs)  # the emulator writes the NumPy outputs themselves
+        results = go(MetalLaunch(grid, threadgroup, tuple(device_inputs), tuple(shapes),
+                                 tuple(out_dtypes), init_value, into))
         if outs is None:
             return results[0] if len(results) == 1 else tuple(results)
         for i, (o, r) in enumerate(zip(outs, results)):
-            if not isinstance(o, np.ndarray):  # a device array (cuda engine): copy on the device
+            if not isinstance(o, np.ndarray):  # a device array (metal-cuda): copy on the device
                 if r is not o:
                     o[...] = r.reshape(o.shape)
                 continue
@@ -607,7 +671,7 @@ class MetalKernel:
                         f"{o.dtype.name}{list(o.shape)}",
                     )
                 continue
-            if view.dtype == _U16 and is_bfloat16(o.dtype):  # cuda engine: bfloat16 as uint16
+            if view.dtype == _U16 and is_bfloat16(o.dtype):  # metal-cuda: bfloat16 as uint16
                 view = view.view(o.dtype)
             if view.shape != o.shape:
                 view = view.reshape(o.shape)
@@ -619,6 +683,26 @@ class MetalKernel:
                     f"{o.dtype.name}{list(o.shape)}",
                 )
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def program(
+        self,
+        *inputs: Any,
+        out: Any = None,
+        n_threads: int | Sequence[int] | None = None,
+        template: Mapping[str, Any] | None = None,
+        output_shapes: Any = None,
+        output_dtypes: Any = None,
+        math_mode: str = "safe",
+    ) -> Program:
+        """The frozen :class:`~cunumpy._engines._base.Program` an engine gets for this call.
+
+        Takes the same arguments as a call, validates them the same way, and copies nothing.
+        One program per kernel variant (argument dtypes and address spaces, template values)
+        and math mode, made once; changing :attr:`emulator_options` makes new ones.
+        """
+        sig = self._probe_signature(inputs, out, n_threads, template, output_shapes,
+                                    output_dtypes)
+        return self._program(sig, math_mode)[1]
 
     def metal_source(
         self,
@@ -635,16 +719,22 @@ class MetalKernel:
         The text holds the header, the template line, the signature MLX writes, the body and
         the explicit instantiation of a templated kernel.
         """
-        eng = get_metal_engine("emulator")  # only used to describe arguments; launches nothing
+        return self._probe_signature(inputs, out, n_threads, template, output_shapes,
+                                     output_dtypes).text()
+
+    def _probe_signature(self, inputs: tuple, out: Any, n_threads: Any, template: Any,
+                         output_shapes: Any, output_dtypes: Any) -> MetalSignature:
+        """The signature of a call, checked as a call checks it; launches nothing."""
+        eng = get_metal_engine("emu-metal")  # only used to describe arguments
         mlx = get_metal_engine("mlx")
         probe = eng
         if any(mlx.is_device_array(a) for a in inputs):
             probe = mlx
         elif any(hasattr(a, "__cuda_array_interface__") for a in inputs):
-            probe = get_metal_engine("cuda")
+            probe = get_metal_engine("metal-cuda")
         *_, sig = self._prepare(inputs, out, n_threads, template, output_shapes, output_dtypes,
                                 probe)
-        return sig.text()
+        return sig
 
 
 def _fills_in_place(outs: list[np.ndarray], shapes: list[tuple[int, ...]],

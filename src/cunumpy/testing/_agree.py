@@ -134,8 +134,8 @@ def _metal_where(port: Any) -> _Where | str:
     ok, reason = engine_status(engine)
     if not ok:
         return reason
-    # metal-cuda copies NumPy arguments itself; the Metal engine reports itself as ``cuda``.
-    return _Where("numpy", "cuda" if engine == "metal-cuda" else engine)
+    # metal-cuda copies NumPy arguments itself: the port gets NumPy arrays on every engine.
+    return _Where("numpy", engine)
 
 
 def _metal_poison(kernel: Any, args: Sequence[Any]) -> Any:

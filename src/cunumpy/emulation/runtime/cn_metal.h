@@ -210,18 +210,7 @@ inline auto exchange(const T& v, int64_t arg, int line, const char* file) {
 
 }  // namespace cn_lanes
 
-// The result of simd_ballot: one bit per lane.
-struct simd_vote {
-  using vote_t = uint64_t;
-  vote_t v = 0;
-  constexpr simd_vote() = default;
-  constexpr explicit simd_vote(vote_t x) : v(x) {}
-  constexpr operator vote_t() const { return v; }
-  // All 32 lanes of the SIMD group voted true (lanes that are inactive or missing count as false).
-  constexpr bool all() const { return (v & 0xFFFFFFFFull) == 0xFFFFFFFFull; }
-  constexpr bool any() const { return v != 0; }
-};
-using quad_vote = simd_vote;
+// simd_vote (the result of simd_ballot): cn_metal_flags.h.
 
 #define CN_LANE_SITE int line = __builtin_LINE(), const char* file = __builtin_FILE()
 #define CN_LANE_REDUCE(NAME, OP, W)                                            \
@@ -337,28 +326,7 @@ inline void simdgroup_barrier(mem_flags = mem_flags::mem_none, CN_LANE_SITE) {
 // alias the array).
 // ---------------------------------------------------------------------------------------------
 
-enum memory_order {
-  memory_order_relaxed,
-  memory_order_consume,
-  memory_order_acquire,
-  memory_order_release,
-  memory_order_acq_rel,
-  memory_order_seq_cst,
-};
-
-template <class T>
-struct atomic {
-  T v;
-};
-using atomic_int = atomic<int>;
-using atomic_uint = atomic<unsigned int>;
-using atomic_bool = atomic<bool>;
-using atomic_float = atomic<float>;
-using atomic_long = atomic<long>;
-using atomic_ulong = atomic<unsigned long>;
-
-template <class T> struct cn_same { using type = T; };
-template <class T> using cn_arg = typename cn_same<T>::type;
+// memory_order, atomic<T> and its aliases: cn_metal_flags.h.
 
 inline void atomic_thread_fence(mem_flags f, memory_order,
                                 thread_scope = thread_scope::thread_scope_device) {

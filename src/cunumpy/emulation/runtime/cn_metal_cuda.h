@@ -185,17 +185,7 @@ __device__ __forceinline__ T fill(const T& data, const T& filling, int delta, in
 
 }  // namespace cn_lanes
 
-// The result of simd_ballot: one bit per lane.
-struct simd_vote {
-  using vote_t = uint64_t;
-  vote_t v = 0;
-  constexpr simd_vote() = default;
-  constexpr explicit simd_vote(vote_t x) : v(x) {}
-  constexpr operator vote_t() const { return v; }
-  constexpr bool all() const { return (v & 0xFFFFFFFFull) == 0xFFFFFFFFull; }
-  constexpr bool any() const { return v != 0; }
-};
-using quad_vote = simd_vote;
+// simd_vote (the result of simd_ballot): cn_metal_flags.h.
 
 #define CN_LANE_REDUCE(PREFIX, W)                                                               \
   template <class T> __device__ __forceinline__ T PREFIX##_sum(T d) {                           \
@@ -285,28 +275,7 @@ __device__ __forceinline__ bool quad_is_first() {
 // instruction for the type.
 // ---------------------------------------------------------------------------------------------
 
-enum memory_order {
-  memory_order_relaxed,
-  memory_order_consume,
-  memory_order_acquire,
-  memory_order_release,
-  memory_order_acq_rel,
-  memory_order_seq_cst,
-};
-
-template <class T>
-struct atomic {
-  T v;
-};
-using atomic_int = atomic<int>;
-using atomic_uint = atomic<unsigned int>;
-using atomic_bool = atomic<bool>;
-using atomic_float = atomic<float>;
-using atomic_long = atomic<long>;
-using atomic_ulong = atomic<unsigned long>;
-
-template <class T> struct cn_same { using type = T; };
-template <class T> using cn_arg = typename cn_same<T>::type;
+// memory_order, atomic<T> and its aliases: cn_metal_flags.h.
 
 __device__ __forceinline__ void atomic_thread_fence(
     mem_flags, memory_order, thread_scope s = thread_scope::thread_scope_device) {

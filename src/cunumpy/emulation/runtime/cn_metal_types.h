@@ -299,6 +299,10 @@ typedef cn_float16<false> half;
 typedef cn_float16<true> bfloat;
 typedef half float16_t;
 typedef bfloat bfloat16_t;
+// The metal-cuda engine keeps bfloat16 arrays in uint16 CuPy arrays and passes their pointers as
+// bfloat16_t*: both must be the same 16 bits.
+static_assert(sizeof(bfloat) == 2 && alignof(bfloat) == 2 && sizeof(half) == 2,
+              "half and bfloat must be 16-bit values (the CUDA engine stores bfloat as uint16)");
 
 namespace cn_detail {
 template <class T> struct is_f16 : std::false_type {};
