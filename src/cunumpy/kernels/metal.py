@@ -14,7 +14,7 @@ from cunumpy import profiling
 from cunumpy._engines._base import Program
 from cunumpy._engines._metal import MetalLaunch, metal_program
 from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_signature
-from cunumpy.kernels._metal_checks import _check_threadgroup
+from cunumpy.kernels._metal_checks import _check_threadgroup, fills_in_place
 from cunumpy.kernels._metal_dtypes import is_bfloat16, msl_dtype, supported_dtypes
 from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine, warn_auto_fallback
 
@@ -650,8 +650,8 @@ class MetalKernel:
         into = None
         if outs is not None and not all(isinstance(o, np.ndarray) for o in outs):
             into = tuple(outs)  # device arrays given as out= (metal-cuda): written in place
-        elif outs is not None and resident and _fills_in_place(outs, shapes, out_dtypes,
-                                                               device_inputs):
+        elif outs is not None and resident and fills_in_place(outs, shapes, out_dtypes,
+                                                              device_inputs):
             into = tuple(outs)  # the emulator writes the NumPy outputs themselves
         results = go(MetalLaunch(grid, threadgroup, tuple(device_inputs), tuple(shapes),
                                  tuple(out_dtypes), init_value, into))
@@ -735,22 +735,6 @@ class MetalKernel:
         *_, sig = self._prepare(inputs, out, n_threads, template, output_shapes, output_dtypes,
                                 probe)
         return sig
-
-
-def _fills_in_place(outs: list[np.ndarray], shapes: list[tuple[int, ...]],
-                    dtypes: list[np.dtype], inputs: list[Any]) -> bool:
-    """Whether a host-resident engine can write ``outs`` directly: each C-contiguous, writeable,
-    of the output's exact shape and dtype, and sharing no memory with an input or another
-    output (on the GPU the inputs are copies, so an alias must not change what the kernel
-    reads)."""
-    for k, (o, shape, dtype) in enumerate(zip(outs, shapes, dtypes)):
-        if (o.dtype != dtype or o.shape != tuple(shape) or not o.flags.c_contiguous
-                or not o.flags.writeable):
-            return False
-        others = [getattr(a, "_data", a) for a in inputs] + list(outs[:k])
-        if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a) for a in others):
-            return False
-    return True
 
 
 def _no_launch(eng: MetalEngine, outs: list[np.ndarray] | None, shapes: list[tuple[int, ...]],
