@@ -946,11 +946,20 @@ struct PtrArg {
   }
 };
 
-// A value argument: its bytes, copied into the kernel's declared parameter type.
+// A value argument: its bytes, copied into the kernel's declared parameter type. Up to 64 bytes
+// are kept inside the argument itself, so that the launcher's per-thread loop reads them from its
+// own copy (which no store through a buffer pointer can change: the compiler keeps it in
+// registers) instead of from the caller's memory for every thread.
 struct ValArg {
+  static constexpr int64_t kInline = 64;
   const void* data;
   int64_t bytes;
   const char* name;
+  alignas(16) unsigned char inl[kInline] = {};
+  ValArg(const void* data_, int64_t bytes_, const char* name_)
+      : data(data_), bytes(bytes_), name(name_) {
+    if (bytes > 0 && bytes <= kInline) std::memcpy(inl, data, size_t(bytes));
+  }
   template <class T>
   CN_BUILTIN operator T() const {
     static_assert(std::is_trivially_copyable<T>::value, "kernel parameters must be trivially copyable");
@@ -962,7 +971,11 @@ struct ValArg {
       return T{};
     }
     T v;
-    std::memcpy(&v, data, sizeof(T));
+    if constexpr (int64_t(sizeof(T)) <= kInline) {
+      std::memcpy(&v, inl, sizeof(T));
+    } else {
+      std::memcpy(&v, data, sizeof(T));
+    }
     return v;
   }
 };
