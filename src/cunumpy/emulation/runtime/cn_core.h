@@ -172,6 +172,12 @@ struct ThreadInfo {
   uint32_t pad;
 };
 
+// Linear index of a thread in its group, from its position (the same as ThreadInfo::lin, which
+// the grid walk's loop mode does not keep up to date for g.cur outside race-checking builds).
+__attribute__((always_inline)) inline uint32_t linear_index(const ThreadInfo* t) {
+  return t->tid[0] + t->gsize[0] * (t->tid[1] + t->gsize[1] * t->tid[2]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Per-library state (one launch at a time per loaded library)
 // ---------------------------------------------------------------------------------------------
@@ -1274,9 +1280,11 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
       }
     } else {
       // The thread the builtins and failure reports read (g.cur) is one ThreadInfo updated in
-      // place (its position in the group and linear index: nothing reads its grid position); the kernel gets a local copy of it that never escapes, so that the compiler keeps
-      // it in registers (stores through buffer pointers cannot touch it) and the kernel's
-      // captured arguments likewise (a local copy of the functor).
+      // place: only its position in the group, one store per thread (nothing reads its grid
+      // position, and its linear index is computed where needed: cn::linear_index). The kernel
+      // gets a local copy that never escapes, so that the compiler keeps it in registers (stores
+      // through buffer pointers cannot touch it), and its captured arguments likewise (a local
+      // copy of the functor).
       ThreadInfo* cur = &t;
       g.cur = cur;
       ThreadInfo u = t;
@@ -1295,7 +1303,10 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
             u.tid[0] = x;
             u.pos[0] = base[0] + x;
             u.lin = i;
-            if (Current) { cur->tid[0] = x; cur->lin = i; }
+            if (Current) {
+              cur->tid[0] = x;
+              if (CN_RACES) cur->lin = i;  // the race checker reads it; others: linear_index()
+            }
             k(static_cast<const ThreadInfo&>(u));
 #if CN_RACES
             if (race::st.npending) race::flush_pending();

@@ -150,7 +150,7 @@ namespace cuda {
 inline int sync_reduce(int pred, int op, int line, const char* file) {
   static int acc;
   cn::barrier(line, file);
-  if (g.cur && g.cur->lin == 0) acc = (op == 1) ? 1 : 0;
+  if (g.cur && linear_index(g.cur) == 0) acc = (op == 1) ? 1 : 0;
   cn::barrier(line, file);
   if (op == 0) acc += pred ? 1 : 0;
   else if (op == 1) acc = acc && pred;
