@@ -290,6 +290,30 @@ def test_unsupported_parameter_types_suggest_check_signature_false(rec):
         kernel(p)
 
 
+def test_check_signature_false_on_a_host_engine_checks_layout_not_dtype(rec):
+    """Unchecked arguments still reach a host engine as the flat buffers it relies on: the front
+    end checks the layout (once, with the checked path's messages), never the dtype."""
+    src = 'extern "C" __global__ void k(float* y, const int* x, int n) {}'
+    kernel = CudaKernel(src, "k", check_signature=False, engine="host-record")
+    y, x = np.zeros(8, np.float64), np.zeros(8, np.int8)  # wrong dtypes pass unchecked
+    kernel(y, x, np.int32(8))
+    assert rec.calls[-1][1][0] is y
+    tag = r"\[host-record kernel 'k'\]"
+    with pytest.raises(ValueError, match=tag + r" argument 'y' .* is not C-contiguous"):
+        kernel(np.zeros(16)[::2], x, np.int32(8))
+    with pytest.raises(ValueError, match=tag + r" argument 'y' .* is read-only"):
+        ro = np.zeros(8)
+        ro.flags.writeable = False
+        kernel(ro, x, np.int32(8))
+    kernel(y, np.zeros(8, np.int8), np.int32(8))  # a read-only const pointee is fine
+    with pytest.raises(TypeError, match=tag + r" argument 'x' \(list .*needs a NumPy array"):
+        kernel(y, [1, 2], np.int32(8))
+    with pytest.raises(TypeError, match=tag + r" argument 'n' .* is an array, but parameter "
+                                              r"'int n' is a scalar"):
+        kernel(y, x, np.zeros(2, np.int32))
+    assert len(rec.calls) == 2
+
+
 def test_unparsable_signature_needs_check_signature_false():
     src = '#define SIG (float* x)\nextern "C" __global__ void k SIG {}'
     with pytest.raises(ValueError, match="\\[cuda kernel 'k'\\]"):
