@@ -6,8 +6,8 @@ import pickle
 
 import numpy as np
 import pytest
-from _dispatch_ports import FakeCuda, FakeDeviceArray, FakeMetal, HostEngine, Param
 
+from _dispatch_ports import FakeCuda, FakeDeviceArray, FakeMetal, HostEngine, Param
 from cunumpy.kernels import (
     Kernel,
     MissingPortError,
