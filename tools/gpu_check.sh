@@ -21,9 +21,21 @@ CUNUMPY_BACKEND=cupy CUNUMPY_REQUIRE_CUDA=1 python3 -m pytest -q -p no:cacheprov
     -p cunumpy.testing.plugin "${xdist[@]}" -rfEs >"$OUT/tests_cupy_backend.txt" 2>&1
 echo "tests: $(tail -1 "$OUT/tests_cupy_backend.txt")"
 grep -E "^(FAILED|ERROR)" "$OUT/tests_cupy_backend.txt" | head -40
+# Metal kernels on the NVIDIA GPU: the Metal suites with the Metal-on-CUDA engine selected.
+CUNUMPY_BACKEND=cupy CUNUMPY_REQUIRE_CUDA=1 CUNUMPY_METAL_ENGINE=cuda python3 -m pytest -q \
+    -p no:cacheprovider -p cunumpy.testing.plugin "${xdist[@]}" -rfEs tests/metal_conformance tests/examples \
+    tests/kernels/test_metal_kernel.py tests/kernels/test_metal_kernel_defaults.py tests/docs >"$OUT/tests_metal_on_cuda.txt" 2>&1
+echo "metal-on-cuda tests: $(tail -1 "$OUT/tests_metal_on_cuda.txt")"
+grep -E "^(FAILED|ERROR)" "$OUT/tests_metal_on_cuda.txt" | head -20
 if [[ "${1:-}" == quick ]]; then exit 0; fi
+python3 benchmarks/bench_metal_cuda.py >"$OUT/bench_metal_cuda.txt" 2>&1
+cat "$OUT/bench_metal_cuda.txt" | tail -12
 python3 benchmarks/bench_cuda.py --json "$OUT/bench_cuda.json" >"$OUT/bench_cuda.txt" 2>&1
 tail -25 "$OUT/bench_cuda.txt"
 python3 benchmarks/bench_transfers.py --json "$OUT/bench_transfers.json" \
     --plot "$OUT/bench_transfers.png" >"$OUT/bench_transfers.txt" 2>&1
 grep -A40 "GB/s, median" "$OUT/bench_transfers.txt"
+# The CPU emulators through the public calls, on this host's cores (parallel threadgroups).
+python3 benchmarks/bench_emulator_calls.py --json "$OUT/bench_emulator_calls.json" \
+    >"$OUT/bench_emulator_calls.txt" 2>&1
+cat "$OUT/bench_emulator_calls.txt"
