@@ -9,7 +9,11 @@ Rows (issue 14's table), each the best of several alternated runs on this machin
   (``emulator_options``);
 - the anchor: the same loop as plain C++ compiled with ``g++ -O2`` in this run (and NumPy);
 - barrier crossings per second of a 256-thread tree reduction (``CudaKernel``, ``__syncthreads``
-  in a loop), checks on and off.
+  in a loop, and the same as a ``MetalKernel`` with ``threadgroup_barrier``), checks on and off.
+
+Every emulated row is timed twice: with the default worker threads (groups in parallel on every
+CPU; keys without a suffix) and with ``CUNUMPY_EMULATOR_THREADS=1`` (serial; keys ending in
+``_t1``). ``benchmarks/bench_emulator.py`` times what this one does not: compiles and cached loads.
 
 Usage: ``python benchmarks/bench_emulator_calls.py [--json PATH] [--n N]``.
 """
@@ -66,6 +70,33 @@ extern "C" __global__ void reduce(const float* x, float* out, int reps) {
 """Barriers each thread passes per repetition: 1 + 8 (tree levels) + 1."""
 REDUCE_BARRIERS = 10
 
+METAL_REDUCE = """
+threadgroup float buf[256];
+uint t = thread_position_in_threadgroup.x;
+float acc = 0.0f;
+for (int r = 0; r < reps[0]; ++r) {
+    buf[t] = x[threadgroup_position_in_grid.x * 256 + t] + float(r);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint s = 128; s > 0; s >>= 1) {
+        if (t < s) buf[t] += buf[t + s];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    acc += buf[0];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+if (t == 0) out[threadgroup_position_in_grid.x] = acc;
+"""
+
+THREAD_ROWS = (("", None), ("_t1", "1"))
+"""(key suffix, CUNUMPY_EMULATOR_THREADS): the default workers, then serial."""
+
+
+def _set_threads(value: str | None) -> None:
+    if value is None:
+        os.environ.pop("CUNUMPY_EMULATOR_THREADS", None)
+    else:
+        os.environ["CUNUMPY_EMULATOR_THREADS"] = value
+
 
 def _best(fn, reps: int) -> float:
     best = float("inf")
@@ -119,14 +150,19 @@ def bench_elementwise(results: dict, n: int, reps: int) -> None:
         results["native_compiler"] = cxx
         ref = np.empty_like(out)
         args = (x.ctypes.data, v.ctypes.data, ctypes.c_float(dt), ref.ctypes.data, n)
-        rows = {
-            "cuda_checks": lambda: (_set_checks(True), cuda_call()),
-            "cuda_nochecks": lambda: (_set_checks(False), cuda_call()),
-            "metal_checks": lambda: metal_call(metal_on),
-            "metal_nochecks": lambda: metal_call(metal_off),
-            "native_O2": lambda: fn(*args),
-            "numpy": lambda: np.add(x, v * np.float32(dt), out=ref),
-        }
+        rows = {}
+        for suffix, threads in THREAD_ROWS:
+            rows.update({
+                f"cuda_checks{suffix}": lambda t=threads: (_set_threads(t), _set_checks(True),
+                                                           cuda_call()),
+                f"cuda_nochecks{suffix}": lambda t=threads: (_set_threads(t), _set_checks(False),
+                                                             cuda_call()),
+                f"metal_checks{suffix}": lambda t=threads: (_set_threads(t), metal_call(metal_on)),
+                f"metal_nochecks{suffix}": lambda t=threads: (_set_threads(t),
+                                                              metal_call(metal_off)),
+            })
+        rows["native_O2"] = lambda: fn(*args)
+        rows["numpy"] = lambda: np.add(x, v * np.float32(dt), out=ref)
         for f in rows.values():  # compile and warm every row first
             _set_checks(True)
             f()
@@ -139,24 +175,43 @@ def bench_elementwise(results: dict, n: int, reps: int) -> None:
         np.testing.assert_allclose(out, expect, rtol=1e-6)
     for name, t in best.items():
         results[f"elementwise_{name}_ms"] = t * 1e3
-    for name in ("cuda_checks", "cuda_nochecks", "metal_checks", "metal_nochecks", "numpy"):
-        results[f"elementwise_{name}_vs_native"] = best[name] / best["native_O2"]
+    for name in best:
+        if name != "native_O2":
+            results[f"elementwise_{name}_vs_native"] = best[name] / best["native_O2"]
 
 
 def bench_barriers(results: dict, reps: int, groups: int = 64, loops: int = 20) -> None:
-    from cunumpy.kernels import CudaKernel
+    from cunumpy.emulation import EmulatorOptions
+    from cunumpy.kernels import CudaKernel, MetalKernel
 
     k = CudaKernel(CUDA_REDUCE, "reduce", engine="emulator")
     x = np.ones(256 * groups, np.float32)
     out = np.zeros(groups, np.float32)
-    for label, on in (("checks", True), ("nochecks", False)):
-        _set_checks(on)
-        k(x, out, np.int32(loops), grid=groups, block=256)
-        t = _best(lambda: k(x, out, np.int32(loops), grid=groups, block=256), reps)
-        results[f"barrier_crossings_M_per_s_{label}"] = 256 * groups * loops * REDUCE_BARRIERS / t / 1e6
-    _set_checks(True)
+    crossings = 256 * groups * loops * REDUCE_BARRIERS
     want = sum(256.0 + r * 256.0 for r in range(loops))
-    np.testing.assert_allclose(out, want, rtol=1e-5)
+    for suffix, threads in THREAD_ROWS:
+        _set_threads(threads)
+        for label, on in (("checks", True), ("nochecks", False)):
+            _set_checks(on)
+            k(x, out, np.int32(loops), grid=groups, block=256)
+            t = _best(lambda: k(x, out, np.int32(loops), grid=groups, block=256), reps)
+            results[f"barrier_crossings_M_per_s_{label}{suffix}"] = crossings / t / 1e6
+            np.testing.assert_allclose(out, want, rtol=1e-5)
+    _set_checks(True)
+    reps_arg = np.array([loops], np.int32)
+    for label, on in (("checks", True), ("nochecks", False)):
+        mk = MetalKernel(METAL_REDUCE, ["x", "reps"], ["out"], threadgroup=256,
+                         emulator_options=EmulatorOptions(checks=on))
+        for suffix, threads in THREAD_ROWS:
+            _set_threads(threads)
+
+            def call(mk=mk) -> None:
+                mk(x, reps_arg, out=out, n_threads=256 * groups, engine="emulator")
+
+            call()
+            t = _best(call, reps)
+            results[f"metal_barrier_crossings_M_per_s_{label}{suffix}"] = crossings / t / 1e6
+            np.testing.assert_allclose(out, want, rtol=1e-5)
 
 
 def main(argv=None) -> None:
@@ -171,15 +226,17 @@ def main(argv=None) -> None:
         "python": sys.version.split()[0], "cpus": os.cpu_count(),
         "emulator_threads": getattr(config, "emulator_threads", lambda: 1)(),
     }
-    saved = os.environ.get("CUNUMPY_EMULATOR_CHECKS")
+    saved = {k: os.environ.get(k) for k in ("CUNUMPY_EMULATOR_CHECKS",
+                                             "CUNUMPY_EMULATOR_THREADS")}
     try:
         bench_elementwise(results, args.n, args.reps)
         bench_barriers(results, args.reps)
     finally:
-        if saved is None:
-            os.environ.pop("CUNUMPY_EMULATOR_CHECKS", None)
-        else:
-            os.environ["CUNUMPY_EMULATOR_CHECKS"] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     width = max(len(k) for k in results)
     for key, value in results.items():
         shown = f"{value:.3f}" if isinstance(value, float) else str(value)

@@ -27,12 +27,15 @@ __all__ = [
     "emulator_checks",
     "emulator_isolated",
     "emulator_order",
+    "emulator_progress",
+    "emulator_threads",
     "emulator_undefined",
     "env_flag",
     "initial_backend",
     "kernel_port",
     "metal_engine",
     "metal_on_cuda",
+    "raw_lookup",
     "raw_reader",
     "require_cuda",
     "require_metal",
@@ -201,6 +204,70 @@ def emulator_races() -> bool | None:
     return None
 
 
+def _cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def emulator_threads() -> int:
+    """``CUNUMPY_EMULATOR_THREADS``: worker threads that run the groups of an emulated launch.
+
+    Default: the CPUs this process may run on. ``1`` runs every launch serially on the calling
+    thread. Launches too small to gain from workers, launches that check races, and kernels that
+    call ``printf`` run serially whatever the setting (``docs/emulation.md``, "Parallel
+    groups"). Read at every launch.
+    """
+    raw = os.environ.get("CUNUMPY_EMULATOR_THREADS", "").strip().lower()
+    if raw in ("", "auto"):
+        return _cpu_count()
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(
+            f"environment variable CUNUMPY_EMULATOR_THREADS="
+            f"{os.environ['CUNUMPY_EMULATOR_THREADS']!r} is not a positive whole number of "
+            "worker threads (1: serial) or auto; unset it or pick one of those"
+        )
+    return value
+
+
+EMULATOR_PROGRESS = ("auto", "on", "off")
+"""Values of ``CUNUMPY_EMULATOR_PROGRESS``."""
+
+
+def emulator_progress() -> bool:
+    """``CUNUMPY_EMULATOR_PROGRESS`` (``auto``, ``on`` or ``off``; ``1``/``0`` too): whether a
+    long emulated launch shows a progress bar on standard error.
+
+    Default ``auto``: on when standard error is a terminal and ``CI`` is not set. The bar needs
+    ``rich`` (``pip install 'cunumpy[cli]'``) and appears only for a launch expected to take more
+    than a few seconds. Read at every launch.
+    """
+    raw = os.environ.get("CUNUMPY_EMULATOR_PROGRESS", "").strip().lower()
+    value = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off",
+             "": "auto"}.get(raw, raw)
+    if value not in EMULATOR_PROGRESS:
+        raise ValueError(
+            f"environment variable CUNUMPY_EMULATOR_PROGRESS="
+            f"{os.environ['CUNUMPY_EMULATOR_PROGRESS']!r} is not one of auto, on, off"
+        )
+    if value != "auto":
+        return value == "on"
+    if os.environ.get("CI", "").strip():
+        return False
+    import sys
+
+    stream = sys.stderr
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 STAGING_THRESHOLD_DEFAULT = 16 << 20
 """Default of ``CUNUMPY_STAGING_THRESHOLD``, in bytes (set from ``benchmarks/bench_transfers.py``)."""
 
@@ -318,3 +385,12 @@ def raw_reader(var: str) -> Callable[[], Any]:
     if _env_data is not None:
         return functools.partial(_env_data.get, os.environ.encodekey(var))  # type: ignore[attr-defined]
     return functools.partial(os.environ.get, var)  # pragma: no cover - not CPython
+
+
+def raw_lookup(var: str) -> tuple[Callable[[Any], Any], Any]:
+    """``(get, key)``: ``get(key)`` is the raw value of ``var`` now (or None), as from
+    :func:`raw_reader`, at about half its cost (one builtin call, for generated code that holds
+    ``get`` and ``key`` as constants: the generated ``Kernel.__call__``)."""
+    if _env_data is not None:
+        return _env_data.get, os.environ.encodekey(var)  # type: ignore[attr-defined]
+    return os.environ.get, var  # pragma: no cover - not CPython

@@ -8,6 +8,7 @@ import numpy as np
 
 import cunumpy
 from cunumpy.kernels import CudaKernel, get_cuda_engine
+from cunumpy.testing._agree import compare_to_reference
 
 from .cases import Case
 
@@ -45,18 +46,15 @@ def run_case(case: Case, engine: str) -> dict[int, tuple[np.ndarray, np.ndarray]
 
 
 def assert_case(case: Case, engine: str) -> None:
-    """Run ``case`` and assert every output matches the reference (integers exactly)."""
-    results = run_case(case, engine)
-    for index, (got, expected) in results.items():
-        where = f"{case.id} on {engine}: argument {index}"
-        assert got.shape == expected.reshape(got.shape).shape, where
-        expected = expected.reshape(got.shape)
-        if got.dtype.kind in "biu":
-            mismatch = np.flatnonzero(got.reshape(-1) != expected.reshape(-1).astype(got.dtype))
-            assert mismatch.size == 0, (
-                f"{where}: {mismatch.size} of {got.size} elements differ, first at flat index "
-                f"{mismatch[0]}: got {got.reshape(-1)[mismatch[0]]}, "
-                f"expected {expected.reshape(-1)[mismatch[0]]}"
-            )
-        else:
-            np.testing.assert_allclose(got, expected, rtol=case.rtol, atol=case.atol, err_msg=where)
+    """Run ``case`` and assert every output matches the reference (integers exactly).
+
+    The comparison is the one :func:`cunumpy.testing.assert_kernels_agree` makes
+    (:func:`cunumpy.testing._agree.compare_to_reference`), as in the Metal suite.
+    """
+    problems = [
+        compare_to_reference(got, expected, case.rtol, case.atol,
+                             what=f"{case.id} on {engine}: argument {index}")
+        for index, (got, expected) in run_case(case, engine).items()
+    ]
+    problems = [p for p in problems if p]
+    assert not problems, "\n".join(problems)

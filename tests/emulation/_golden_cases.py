@@ -58,6 +58,31 @@ __global__ void scale_pow(const T* x, T* y, long long n) {
     y[i] = r;
 }
 """),
+    "scopes_and_host_names": dict(name="apply", source=r"""
+// scopes: a namespace, an extern "C" block, a struct, an enum, namespace-scope __constant__
+// and __device__ data, and names the host headers declare (gamma, index) declared by the kernel
+namespace coeffs {
+__constant__ float gamma[4];
+struct Pair { float a; float b; };
+enum Mode { ADD = 0, MUL = 1 };
+}
+__device__ int index[2];
+static const int table[3] = {1, 2, 3};
+extern "C" {
+__device__ float combine(const float* p, int i, coeffs::Pair q) { return p[i] * q.a + q.b; }
+__global__ void apply(int n, const float* x, float* y) {
+    __shared__ float tile[32];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    coeffs::Pair q = {coeffs::gamma[i & 3], (float)table[i % 3]};
+    tile[threadIdx.x] = i < n ? combine(x, i, q) : 0.0f;
+    __syncthreads();
+    if (i < n) {
+        const float* row = &tile[0];
+        y[i] = row[threadIdx.x] + index[i & 1];
+    }
+}
+}
+"""),
 }
 """name -> CudaKernel arguments (``source``, ``name``, optional ``template_args``)."""
 
@@ -97,6 +122,26 @@ U twice(const device U* p, uint i) { return p[i] + p[i]; }
     T acc = 0;
     for (int k = 0; k < N; ++k) acc += twice(x, i);
     y[i] = acc;
+"""),
+    "scopes_in_header": dict(inputs=[("x", "float32", (64,))],
+                             outputs=[("y", "float32", (64,))],
+                             header="""
+namespace helpers {
+struct Scale { float k; float add(const device float* p, uint i) const { return p[i] * k; } };
+enum Pick { FIRST = 0, SECOND = 1 };
+constant float bias[2] = {0.5f, 1.5f};
+}
+""", source="""
+    uint i = thread_position_in_grid.x;
+    helpers::Scale s = {2.0f};
+    threadgroup float t[64];
+    t[thread_position_in_threadgroup.x] = s.add(x, i);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    {
+        const device float* q = x + i;
+        threadgroup float* r = &t[0];
+        y[i] = *q + r[thread_position_in_threadgroup.x] + helpers::bias[helpers::SECOND];
+    }
 """),
 }
 """name -> MLX-style kernel: inputs/outputs as (name, dtype, shape), template, header, body."""

@@ -32,22 +32,10 @@ def K(source: str, name: str | None = None, **kw) -> CudaKernel:
     return CudaKernel(source, name, engine="emulator", **kw)
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("emulator", id="emu-cuda"),
-        pytest.param("cupy", marks=pytest.mark.requires_cuda, id="cupy"),
-    ]
-)
-def engine(request: pytest.FixtureRequest) -> str:
-    """A CUDA engine name; ``cupy`` skips without a GPU (fails with CUNUMPY_REQUIRE_CUDA=1)."""
-    if request.param == "cupy":
-        from cunumpy._backend import cupy_status
-        from cunumpy.testing._markers import cuda_skip_or_fail
-
-        ok, reason = cupy_status()
-        if not ok:
-            cuda_skip_or_fail(reason)
-    return request.param
+@pytest.fixture
+def engine(cuda_engine: str) -> str:
+    """The plugin's ``cuda_engine`` (ids ``emu-cuda``, ``cupy``): ``emulator`` or ``cupy``."""
+    return cuda_engine
 
 
 _BUILT: dict[tuple, CudaKernel] = {}

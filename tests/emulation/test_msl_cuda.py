@@ -1,7 +1,7 @@
 """The Metal -> CUDA translation of the ``cuda`` MetalKernel engine, checked on its text (no GPU).
 
 The GPU runs of the same kernels are the ``cuda`` cases of the ``metal_engine`` fixture (Metal
-conformance suite, spec examples, ``tests/unit/test_metal_kernel.py``) and
+conformance suite, spec examples, ``tests/kernels/test_metal_kernel.py``) and
 ``tests/kernels/test_metal_cuda_engine.py``.
 """
 

@@ -66,10 +66,11 @@ def test_program_is_frozen_and_keyed_by_what_selects_the_code():
 def test_plugin_fixture_ids_are_engine_names():
     from cunumpy.testing import plugin
 
-    for fixture, ids in ((plugin.cuda_engine, ["cupy", "emu-cuda"]),
+    for fixture, ids in ((plugin.kernel_engine, list(_table.ENGINES)),
+                         (plugin.cuda_engine, ["cupy", "emu-cuda"]),
                          (plugin.metal_engine, ["mlx", "emu-metal", "metal-cuda"])):
         marker = getattr(fixture, "_pytestfixturefunction", None) or getattr(
             fixture, "_fixture_function_marker", None)
         if marker is None:
             pytest.skip("this pytest hides fixture parameters")
-        assert list(marker.ids) == ids
+        assert [p.id for p in marker.params] == ids

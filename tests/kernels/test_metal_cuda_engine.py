@@ -1,7 +1,7 @@
 """The ``cuda`` MetalKernel engine on an NVIDIA GPU: arrays, transfers, Metal's launch rules,
 errors, dispatch. Skipped without a GPU (``CUNUMPY_REQUIRE_CUDA=1`` makes that a failure).
 
-The Metal conformance suite, the spec examples and ``tests/unit/test_metal_kernel.py`` also run
+The Metal conformance suite, the spec examples and ``tests/kernels/test_metal_kernel.py`` also run
 on this engine, through the ``cuda`` case of the ``metal_engine`` fixture.
 """
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from cunumpy.kernels import MetalKernel
+from cunumpy.testing._agree import compare_to_reference
 
 from .cases import Case
 
@@ -40,23 +41,18 @@ def run_case(
 
 
 def compare(case: Case, got: tuple[Any, ...], expected: tuple[Any, ...], where: str) -> None:
-    """Assert ``got`` matches ``expected`` output by output (integers exactly)."""
+    """Assert ``got`` matches ``expected`` output by output (integers exactly), with the
+    comparison :func:`cunumpy.testing.assert_kernels_agree` makes
+    (:func:`cunumpy.testing._agree.compare_to_reference`), as in the CUDA suite."""
     assert len(got) == len(expected), f"{where}: {len(got)} outputs, {len(expected)} expected"
+    problems = []
     for k, (g, e) in enumerate(zip(got, expected)):
-        g, e = np.asarray(g), np.asarray(e)
-        label = f"{where}: output {k}"
-        if case.canonical is None:
-            label = f"{where}: output {case.outputs[k]!r}"
-        assert g.size == e.size, f"{label}: {g.size} elements, {e.size} expected"
-        e = e.reshape(g.shape)
-        if g.dtype.kind in "biu":
-            bad = np.flatnonzero(g.reshape(-1) != e.reshape(-1).astype(g.dtype))
-            assert bad.size == 0, (
-                f"{label}: {bad.size} of {g.size} elements differ, first at flat index "
-                f"{bad[0]}: got {g.reshape(-1)[bad[0]]}, expected {e.reshape(-1)[bad[0]]}"
-            )
-        else:
-            np.testing.assert_allclose(g, e, rtol=case.rtol, atol=case.atol, err_msg=label)
+        label = f"{where}: output {k}" if case.canonical is not None else (
+            f"{where}: output {case.outputs[k]!r}")
+        problem = compare_to_reference(g, e, case.rtol, case.atol, what=label)
+        if problem:
+            problems.append(problem)
+    assert not problems, "\n".join(problems)
 
 
 def assert_case(case: Case, *, engine: str | None = None, emulator_options: Any = None) -> None:

@@ -49,7 +49,9 @@ class MetalLaunch(NamedTuple):
         Fill the outputs with this first; None leaves them uninitialised.
     into : tuple or None
         The caller's device arrays to write in place (one per output), on engines whose
-        ``device_out`` is true; None otherwise.
+        ``device_out`` is true, or the caller's NumPy ``out=`` arrays on the host-resident
+        emulator (``emu-metal``, when they have the outputs' exact shape and dtype and alias no
+        input); None otherwise.
     stream : object or None
         The engine's stream (None: its default).
     """

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from cunumpy._lang.scopes import enclosing_braces
 from cunumpy._lang.tokens import tokenize
 
 __all__ = ["HOST_TYPE_NAMES", "rename_user_typedefs"]
@@ -36,44 +37,34 @@ HOST_TYPE_NAMES = frozenset(
 
 PREFIX = "cn_user_"
 
-_CLASS_KEYS = frozenset({"struct", "class", "union"})
-_STOP = frozenset({";", "{", "}", "(", ")", "="})
 
 
 def _global_declarations(sig: list) -> set[str]:
     """Names of HOST_TYPE_NAMES declared by ``typedef``/``using`` at global scope."""
     found: set[str] = set()
-    stack: list[bool] = []  # True: a brace that opens a scope other than extern "C" { ... }
+    scopes = enclosing_braces(sig)
     k = 0
     while k < len(sig):
         t = sig[k]
-        if t.text == "{":
-            prev = sig[k - 1] if k else None
-            prev2 = sig[k - 2] if k > 1 else None
-            linkage = (prev is not None and prev.kind == "string" and prev2 is not None
-                       and prev2.text == "extern")
-            stack.append(not linkage)
-        elif t.text == "}":
-            if stack:
-                stack.pop()
-        elif not any(stack):
-            if t.text == "typedef":
-                depth, j = 0, k + 1
-                while j < len(sig):
-                    s = sig[j].text
-                    if s in "([{":
-                        depth += 1
-                    elif s in ")]}":
-                        depth -= 1
-                    elif s == ";" and depth <= 0:
-                        break
-                    j += 1
-                last = sig[j - 1] if j - 1 > k else None
-                if last is not None and last.kind == "ident" and last.text in HOST_TYPE_NAMES:
-                    found.add(last.text)
-            elif (t.text == "using" and k + 2 < len(sig) and sig[k + 1].kind == "ident"
-                  and sig[k + 1].text in HOST_TYPE_NAMES and sig[k + 2].text == "="):
-                found.add(sig[k + 1].text)
+        if t.text in ("{", "}") or any(kind != "linkage" for kind in scopes[k]):
+            pass
+        elif t.text == "typedef":
+            depth, j = 0, k + 1
+            while j < len(sig):
+                s = sig[j].text
+                if s in "([{":
+                    depth += 1
+                elif s in ")]}":
+                    depth -= 1
+                elif s == ";" and depth <= 0:
+                    break
+                j += 1
+            last = sig[j - 1] if j - 1 > k else None
+            if last is not None and last.kind == "ident" and last.text in HOST_TYPE_NAMES:
+                found.add(last.text)
+        elif (t.text == "using" and k + 2 < len(sig) and sig[k + 1].kind == "ident"
+              and sig[k + 1].text in HOST_TYPE_NAMES and sig[k + 2].text == "="):
+            found.add(sig[k + 1].text)
         k += 1
     return found
 
@@ -82,30 +73,15 @@ def _brace_kinds(sig: list) -> list[str]:
     """For each token, the kind of the innermost brace around it: ``""`` (global scope or an
     ``extern "C"`` block), ``"class"`` (directly in a struct/class/union body), ``"enum"`` or
     ``"other"`` (function bodies, namespaces, initialisers)."""
-    kinds: list[str] = []
-    stack: list[str] = []
-    for k, t in enumerate(sig):
-        kinds.append(next((b for b in reversed(stack) if b != "linkage"), ""))
-        if t.text == "{":
-            prev = sig[k - 1] if k else None
-            prev2 = sig[k - 2] if k > 1 else None
-            if prev is not None and prev.kind == "string" and prev2 is not None and prev2.text == "extern":
-                stack.append("linkage")
-                continue
-            kind = "other"
-            for j in range(k - 1, max(-1, k - 40), -1):
-                if sig[j].text in _STOP:
-                    break
-                if sig[j].text == "enum":
-                    kind = "enum"
-                    break
-                if sig[j].text in _CLASS_KEYS:
-                    kind = "enum" if j and sig[j - 1].text == "enum" else "class"
-                    break
-            stack.append(kind)
-        elif t.text == "}" and stack:
-            stack.pop()
-    return kinds
+    out = []
+    memo: dict[tuple[str, ...], str] = {}
+    for kinds in enclosing_braces(sig):
+        kind = memo.get(kinds)
+        if kind is None:
+            inner = next((b for b in reversed(kinds) if b != "linkage"), "")
+            kind = memo[kinds] = inner if inner in ("", "class", "enum") else "other"
+        out.append(kind)
+    return out
 
 
 def _declared_names(sig: list, kinds: list[str]) -> set[str]:

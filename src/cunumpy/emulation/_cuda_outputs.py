@@ -18,18 +18,20 @@ def poison_and_check(
     outputs: Sequence[int],
     run: Callable[[], None],
     label: Callable[[str, np.ndarray], str],
+    lib: Any = None,
 ) -> None:
     """Poison the ``outputs`` arrays, ``run()`` the launch, raise for unwritten elements.
 
     One- and two-byte integer outputs can legitimately hold their poison pattern; their
     suspects are confirmed by a second launch with another pattern, after every other writable
-    array argument is restored to what it held before the first launch.
+    array argument is restored to what it held before the first launch. ``lib`` (the kernel's
+    library) does the poisoning and the check in its C helpers.
     """
     from cunumpy.emulation import _poison
     from cunumpy.emulation.errors import UnwrittenOutputError
 
     arrays = [(i, args[i]) for i in outputs if isinstance(args[i], np.ndarray)]
-    arrays = [(i, a) for i, a in arrays if _poison.poison(a, 0)]
+    arrays = [(i, a) for i, a in arrays if _poison.poison(a, 0, lib)]
     confirm = any(_poison.needs_confirmation(a.dtype) for _, a in arrays)
     saved = []
     if confirm:
@@ -38,7 +40,7 @@ def poison_and_check(
             if isinstance(a, np.ndarray) and p.pointer and not p.const and k not in outputs
         ]
     run()
-    suspects = [_poison.unwritten(a, 0) for _, a in arrays]
+    suspects = [_poison.unwritten(a, 0, lib) for _, a in arrays]
     if not any(s.size for s in suspects):
         return
     if any(s.size and _poison.needs_confirmation(a.dtype)
@@ -46,11 +48,11 @@ def poison_and_check(
         for a, copy in saved:
             a[...] = copy
         for _, a in arrays:
-            _poison.poison(a, 1)
+            _poison.poison(a, 1, lib)
         run()
         suspects = [
-            np.intersect1d(s, _poison.unwritten(a, 1)) if _poison.needs_confirmation(a.dtype)
-            else _poison.unwritten(a, 1)
+            np.intersect1d(s, _poison.unwritten(a, 1, lib)) if _poison.needs_confirmation(a.dtype)
+            else _poison.unwritten(a, 1, lib)
             for s, (_, a) in zip(suspects, arrays, strict=True)
         ]
     problems = []

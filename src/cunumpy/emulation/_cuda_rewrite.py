@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cunumpy._lang.includes import find_include, scan_includes
+from cunumpy._lang.scopes import declared_name, enclosing_braces
 from cunumpy.emulation._cuda_device_vars import device_var_edits
 from cunumpy.emulation._rewrite import (
     SharedDecl,
@@ -286,24 +287,10 @@ def _parse_shared(sig: list[Token], i: int) -> tuple[int, int, bool, list[tuple[
 def _brace_kinds(sig: list[Token]) -> list[bool]:
     """For each token: True when it sits inside a function or class body (not only inside
     namespaces and ``extern "C" {`` blocks)."""
-    inside: list[bool] = []
-    stack: list[bool] = []  # True: a body brace
-    for k, t in enumerate(sig):
-        inside.append(any(stack))
-        if t.text == "{":
-            prev = sig[k - 1] if k else None
-            prev2 = sig[k - 2] if k > 1 else None
-            scope = (
-                (prev is not None and prev.text == "namespace")
-                or (prev2 is not None and prev2.text == "namespace" and prev is not None
-                    and prev.kind == "ident")
-                or (prev is not None and prev.kind == "string" and prev2 is not None
-                    and prev2.text == "extern")
-            )
-            stack.append(not scope)
-        elif t.text == "}" and stack:
-            stack.pop()
-    return inside
+    return [any(k not in _OPEN_SCOPES for k in kinds) for kinds in enclosing_braces(sig)]
+
+
+_OPEN_SCOPES = frozenset({"namespace", "linkage"})
 
 
 def checked_param(text: str) -> str | None:
@@ -338,8 +325,10 @@ def checked_param(text: str) -> str | None:
 
 def _declared_name(decl: str) -> str | None:
     """The parameter name at the end of a ``cn::ptr<...> name`` declaration."""
-    m = re.search(r"([A-Za-z_]\w*)\s*$", decl)
-    return m.group(1) if m and not decl.rstrip().endswith(">") else None
+    toks = [t for t in tokenize(decl) if t.kind not in ("ws", "comment")]
+    close = max((k for k, t in enumerate(toks) if t.text == ">"), default=None)
+    k = None if close is None else declared_name(toks, close)
+    return toks[k].text if k is not None and k == len(toks) - 1 else None
 
 
 _EXPRESSION_WORDS = frozenset({"return", "case", "else", "do", "co_return", "throw"})

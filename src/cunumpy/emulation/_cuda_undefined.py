@@ -3,7 +3,9 @@ does with it (raise :class:`~cunumpy.emulation.errors.UndefinedBehaviorError`, o
 
 The generated launcher reads three int64 words from the launch's meta buffer: the dynamic shared
 memory size, the mode (0: stop at the first case and raise, 1: go on and warn) and the address of
-an :class:`UbReport` that the runtime fills with the first case and a count.
+an :class:`UbReport` that the runtime fills with the first case and a count. The workers of a
+parallel launch share it (under its spin lock): the case kept is the one in the earliest group
+of the order, as in a serial run.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class UbReport(ctypes.Structure):
         ("group", ctypes.c_uint32 * 3),
         ("file", ctypes.c_char * 64),
         ("detail", ctypes.c_char * 512),
+        ("lock", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
+        ("position", ctypes.c_int64),
     )
 
 

@@ -3,12 +3,16 @@ report into an exception. Dialect-neutral: the dialect supplies its vocabulary."
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import ctypes
 import random
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cunumpy.emulation import _progress, _workers
 from cunumpy.emulation._build import Library
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation._sites import source_lines
@@ -21,11 +25,13 @@ from cunumpy.emulation.errors import (
 
 __all__ = ["ABI_VERSION", "BufferArg", "Dialect", "launch"]
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 """Must equal ``CN_ABI_VERSION`` in ``cn_core.h``."""
 
 ERR_OOB, ERR_BARRIER, ERR_INACTIVE_LANE, ERR_SHARED_LIMIT, ERR_INTERNAL, ERR_RACE = 1, 2, 3, 4, 5, 6
-LAUNCH_RACES, LAUNCH_STRICT_BARRIERS = 1, 2
+LAUNCH_RACES, LAUNCH_STRICT_BARRIERS, LAUNCH_PARALLEL, LAUNCH_SIGINT = 1, 2, 4, 8
+NO_STOP = 2**63 - 1
+_MAIN = threading.main_thread()
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,7 @@ class _Report(ctypes.Structure):
         ("group2", ctypes.c_uint32 * 3),
         ("access", ctypes.c_int32 * 2),
         ("pc", ctypes.c_uint32 * 2),
+        ("position", ctypes.c_int64),
     )
 
 
@@ -121,6 +128,25 @@ class _LaunchDesc(ctypes.Structure):
         ("report", ctypes.POINTER(_Report)),
         ("flags", ctypes.c_int32),
         ("pad", ctypes.c_int32),
+        ("first", ctypes.c_int64),
+        ("last", ctypes.c_int64),
+        ("next", ctypes.c_void_p),
+        ("batch", ctypes.c_int64),
+        ("stop", ctypes.c_void_p),
+        ("done", ctypes.c_void_p),
+        ("cancel", ctypes.c_void_p),
+        ("pad2", ctypes.c_int32),
+    )
+
+
+class _Shared(ctypes.Structure):
+    """The counters the workers of one launch share (``LaunchDesc`` points into it)."""
+
+    _fields_ = (
+        ("next", ctypes.c_int64),
+        ("stop", ctypes.c_int64),
+        ("done", ctypes.c_int64),
+        ("cancel", ctypes.c_int32),
     )
 
 
@@ -141,16 +167,25 @@ def launch(
     shared: Sequence[SharedDecl] = (),
     races: bool = False,
     strict_barriers: bool = False,
+    sync: bool = False,
+    serial: bool = False,
 ) -> None:
     """Run the kernel over ``grid`` threads in groups of ``group``; raise on the first failure.
 
     ``races`` needs a race-checking build of the library; ``strict_barriers`` makes threads
     that returned before a barrier a divergence error instead of counting them as arrived.
+    Large launches run their groups on several workers (:mod:`cunumpy.emulation._workers`)
+    unless ``serial`` (the kernel prints) or ``races``; ``sync`` says the kernel synchronises
+    (more work per thread, so workers pay sooner). The report is the one a serial run gives:
+    the first failure in the group order, and the count of failures in the groups a serial run
+    reaches (all of them, or those up to a fatal failure).
 
     Raises
     ------
     OutOfBoundsError, BarrierDivergenceError, InactiveLaneError, DataRaceError, EmulationError
         What the library's checks reported (first failure, with a count of further ones).
+    KeyboardInterrupt
+        Ctrl-C (SIGINT) stopped the launch between two groups.
     """
     n = len(buffers)
     arr = (_Buffer * max(n, 1))()
@@ -163,6 +198,9 @@ def launch(
     report = _Report()
     if random_order and seed is None:
         seed = random.getrandbits(64)
+    counters = _Shared(0, NO_STOP, 0, 0)
+    base = ctypes.addressof(counters)
+    flags = (LAUNCH_RACES if races else 0) | (LAUNCH_STRICT_BARRIERS if strict_barriers else 0)
     desc = _LaunchDesc(
         abi=ABI_VERSION,
         nbuffers=n,
@@ -174,10 +212,32 @@ def launch(
         seed=(seed or 0) & 0xFFFFFFFFFFFFFFFF,
         shared_limit=dialect.shared_limit,
         report=ctypes.pointer(report),
-        flags=(LAUNCH_RACES if races else 0) | (LAUNCH_STRICT_BARRIERS if strict_barriers else 0),
+        flags=flags,
+        first=0,
+        last=-1,
+        done=base + _Shared.done.offset,
+        cancel=base + _Shared.cancel.offset,
     )
-    with lib.lock:
-        rc = lib.launch(ctypes.addressof(desc))
+    groups = 1
+    threads = 1
+    for g, b in zip(grid, group):
+        b = b or 1
+        groups *= -(-g // b)
+        threads *= g
+    workers = _workers.plan(threads, groups, sync, serial or races)
+    watch = (
+        _progress.watching(counters_done(counters), groups, f"{dialect.prefix(kernel)}")
+        if threads >= 4096 else contextlib.nullcontext()
+    )
+    with lib.lock, watch:
+        if workers > 1:
+            rc = _parallel(lib, desc, report, counters, workers, groups)
+        else:
+            if threading.current_thread() is _MAIN:
+                desc.flags |= LAUNCH_SIGINT
+            rc = lib.launch(ctypes.addressof(desc))
+    if counters.cancel:
+        raise KeyboardInterrupt(f"{dialect.prefix(kernel)} launch interrupted")
     if rc != 0:
         raise EmulationError(
             f"{dialect.prefix(kernel)} the emulator could not start the launch (code {rc}); "
@@ -187,6 +247,50 @@ def launch(
     if report.count:
         order = f" (random order, seed {seed})" if random_order else ""
         raise _failure(report, dialect, kernel, buffers, shared, order, lib)
+
+
+def counters_done(counters: _Shared) -> ctypes.Array:
+    """``counters.done`` as a one-element array (what the progress bar reads)."""
+    return (ctypes.c_int64 * 1).from_address(ctypes.addressof(counters) + _Shared.done.offset)
+
+
+def _parallel(
+    lib: Library, desc: _LaunchDesc, report: _Report, counters: _Shared, workers: int,
+    groups: int,
+) -> int:
+    """Run ``desc`` on ``workers`` copies of ``lib``; merge their reports into ``report``."""
+    copies = _workers.instances(lib, workers)
+    if len(copies) < 2:
+        return lib.launch(ctypes.addressof(desc))
+    base = ctypes.addressof(counters)
+    reports = [_Report() for _ in copies]
+    descs = []
+    for r in reports:
+        d = _LaunchDesc()
+        ctypes.pointer(d)[0] = desc
+        d.report = ctypes.pointer(r)
+        d.flags = desc.flags | LAUNCH_PARALLEL
+        d.next = base + _Shared.next.offset
+        d.stop = base + _Shared.stop.offset
+        d.batch = _workers.batch_size(groups, len(copies))
+        descs.append(d)
+    pool = _workers.pool(len(copies))
+    futures = [pool.submit(fn, ctypes.addressof(d)) for (fn, _), d in zip(copies, descs)]
+    try:
+        codes = [f.result() for f in futures]
+    except BaseException:
+        counters.cancel = 1  # Ctrl-C (or another exception) while waiting: stop the workers
+        concurrent.futures.wait(futures)
+        raise
+    failed = [r for r in reports if r.count]
+    if failed:
+        first = min(failed, key=lambda r: r.position)
+        ctypes.pointer(report)[0] = first
+        if counters.stop != NO_STOP:  # a fatal failure: count what a serial run reaches
+            report.count = sum(upto(counters.stop) for _, upto in copies)
+        else:
+            report.count = sum(r.count for r in reports)
+    return next((c for c in codes if c), 0)
 
 
 def _null_name(label: str) -> str:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from cunumpy._lang.metal_swizzle import swizzle_chain_edits
+from cunumpy._lang.scopes import brace_kind, declared_name
 from cunumpy._lang.tokens import Token, tokenize
 
 __all__ = ["SharedDecl", "Token", "rewrite", "synchronises", "tokenize"]
@@ -169,7 +170,6 @@ def _shared_type(ctype: str, dims: list[str], slot: int, checks: bool) -> str:
 
 
 _STATEMENT_START = frozenset({";", "{", "}"})
-_CLASS_KEYS = frozenset({"struct", "class", "union", "enum"})
 
 
 def _pointer_type(sig: list[Token], i: int) -> tuple[int, int, str] | None:
@@ -210,17 +210,6 @@ def _pointer_type(sig: list[Token], i: int) -> tuple[int, int, str] | None:
 _SPACES = frozenset({"device", "constant", "threadgroup", "thread"})
 
 
-def _declared_name(sig: list[Token], star: int, indirect: bool = False) -> int | None:
-    """Index of the name declared after the ``*`` at ``star`` (``* name`` or ``* const name``;
-    with ``indirect``, also ``* const* name``: a pointer to a pointer)."""
-    k = star + 1
-    while k < len(sig) and (sig[k].text == "const" or (indirect and sig[k].text == "*")):
-        k += 1
-    if k >= len(sig) or sig[k].kind != "ident" or sig[k].text in ("const", "restrict"):
-        return None
-    return k
-
-
 def _checked_parameter(sig: list[Token], i: int) -> tuple[int, int, str] | None:
     """If ``sig[i]`` (``device``/``constant``/``threadgroup``) starts a pointer parameter such as
     ``const device T* name``, (first token, the ``*`` token, checked type text), else None."""
@@ -232,7 +221,7 @@ def _checked_parameter(sig: list[Token], i: int) -> tuple[int, int, str] | None:
         return None
     if start >= 2 and sig[start - 1].text == "(" and sig[start - 2].text == "for":
         return None  # a for-init statement, not a parameter
-    name = _declared_name(sig, star)
+    name = declared_name(sig, star)
     if name is None or name + 1 >= len(sig) or sig[name + 1].text not in (",", ")", "="):
         return None
     return start, star, ctype
@@ -253,7 +242,7 @@ def _local_pointer(
     if not (for_init or (prev in _STATEMENT_START and in_function)):
         return None
     # `const device T* const* pp = &p;` points at a local pointer, which is checked too.
-    name = _declared_name(sig, star, indirect=True)
+    name = declared_name(sig, star, indirect=True)
     if name is None or name + 1 >= len(sig) or sig[name + 1].text not in ("=", ";", ","):
         return None
     # Further declarators must be pointers too (`*q = y`); `, n = 0` declares a T: keep raw.
@@ -273,29 +262,13 @@ def _local_pointer(
         elif depth == 0 and t == ",":
             if not (k + 1 < len(sig) and sig[k + 1].text == "*"):
                 return None
-            if _declared_name(sig, k + 1, indirect=True) is None:
+            if declared_name(sig, k + 1, indirect=True) is None:
                 return None
             stars.append(k + 1)
         k += 1
     else:
         return None
     return start, star, ctype, stars
-
-
-def _brace_kind(sig: list[Token], k: int) -> str:
-    """What the ``{`` at ``sig[k]`` opens: a class body, a namespace, an initializer, a block."""
-    j = k - 1
-    seen: set[str] = set()
-    while j >= 0 and sig[j].text not in _STATEMENT_START:
-        seen.add(sig[j].text)
-        j -= 1
-    if "namespace" in seen:
-        return "namespace"
-    if seen & _CLASS_KEYS and "(" not in seen:
-        return "class"
-    if "=" in seen and ")" not in seen:
-        return "init"
-    return "block"
 
 
 _NOT_A_USE = frozenset({".", "->", "::", "&", "*", "~", "sizeof", "decltype", "alignof",
@@ -380,7 +353,7 @@ def rewrite(
     while i < len(sig):
         t = sig[i]
         if t.text == "{":
-            braces.append(_brace_kind(sig, i))
+            braces.append(brace_kind(sig, i))
         elif t.text == "}":
             if braces:
                 braces.pop()

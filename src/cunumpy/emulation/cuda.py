@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import ctypes
 import random
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -255,6 +256,8 @@ class Generated:
     fibers: bool
     texts: dict[str, str] = field(compare=False, hash=False)
     """The user's files by ``#line`` name (for compile messages)."""
+    prints: bool = False
+    """The kernel calls ``printf``: its launches run serially (output in the serial order)."""
 
 
 def generate_source(
@@ -321,8 +324,7 @@ def generate_source(
         names.append(f"a{i}")
     lines += [
         # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
-        "  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {",
-        "    ::cn::g.cur = &t;",
+        "  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {",
         f"    CN_RACE_TRY {program.call}({', '.join(names)}); CN_RACE_CATCH",
         "  };",
         f"  int rc = cn::run_grid<{'true' if rw.sync else 'false'}, "
@@ -332,7 +334,8 @@ def generate_source(
         "}",
         "",
     ]
-    return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync, texts)
+    prints = re.search(r"\bprintf\s*\(", rw.text) is not None
+    return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync, texts, prints)
 
 
 def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:
@@ -451,7 +454,8 @@ def _label(name: str, arr: np.ndarray) -> str:
     return text
 
 
-def _value_bytes(program: CudaProgram, p: CudaParam, value: Any) -> np.ndarray:
+def _value_bytes(p: CudaParam, value: Any) -> np.ndarray:
+    """The bytes of a value argument (its kind checked by the front end)."""
     if p.dtype is not None and p.kind in ("vector", "struct") and isinstance(
         value, (np.ndarray, np.generic)
     ):
@@ -459,29 +463,18 @@ def _value_bytes(program: CudaProgram, p: CudaParam, value: Any) -> np.ndarray:
         # test against the C type.
         return np.ascontiguousarray(value).reshape(-1).view(np.uint8)
     if p.dtype is not None:
-        if isinstance(value, np.ndarray) and value.ndim:
-            raise TypeError(
-                f"{program.prefix} argument '{p.name}' is an array, but parameter '{p.text}' is "
-                "a scalar"
-            )
         return np.asarray(value, dtype=p.dtype).reshape(())
-    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-    if arr.dtype == object:
-        raise TypeError(
-            f"{program.prefix} argument '{p.name}' ({type(value).__name__}) for parameter "
-            f"'{p.text}': pass a NumPy scalar or structured value with the bytes of the C type"
-        )
-    return np.ascontiguousarray(arr)
+    return np.ascontiguousarray(value)
 
 
 def _buffers(
     program: CudaProgram, args: Sequence[Any], shared_mem: int,
     undefined: tuple[str, UbReport] | None = None,
 ) -> list[_launch.BufferArg]:
-    prefix = program.prefix
-    if len(args) != len(program.params):
-        names = ", ".join(p.name for p in program.params)
-        raise TypeError(f"{prefix} takes {len(program.params)} arguments ({names}); got {len(args)}")
+    """The launch's buffers. The front end (``CudaKernel``) has checked the arguments: one per
+    parameter, pointers as C-contiguous NumPy arrays (writeable unless const) or None; this
+    only asserts what it relies on."""
+    assert len(args) == len(program.params), "the front end checks the argument count"
     out: list[_launch.BufferArg] = []
     for p, value in zip(program.params, args, strict=True):
         if p.pointer and value is None:
@@ -490,35 +483,15 @@ def _buffers(
             ))
             continue
         if p.pointer:
-            if not isinstance(value, np.ndarray):
-                if hasattr(value, "__cuda_array_interface__"):
-                    raise TypeError(
-                        f"{prefix} argument '{p.name}' is a device array, but the emu-cuda "
-                        f"engine runs on the CPU and takes NumPy arrays; copy it once with "
-                        f"cunumpy.to_numpy({p.name})"
-                    )
-                if not hasattr(value, "__array_interface__"):
-                    raise TypeError(
-                        f"{prefix} argument '{p.name}': parameter '{p.text}' needs a NumPy "
-                        f"array, got {type(value).__name__}"
-                    )
-                value = np.asarray(value)
-            if not value.flags.c_contiguous:
-                raise ValueError(
-                    f"{prefix} {_label(p.name, value)} is not C-contiguous, but parameter "
-                    f"'{p.text}' is a flat pointer; pass a contiguous array"
-                )
-            if not p.const and not value.flags.writeable:
-                raise ValueError(
-                    f"{prefix} {_label(p.name, value)} is read-only, but parameter '{p.text}' "
-                    "is not const"
-                )
+            assert isinstance(value, np.ndarray) and value.flags.c_contiguous and (
+                p.const or value.flags.writeable
+            ), "the front end checks pointer arguments (kernels/_cuda_args.py)"
             out.append(_launch.BufferArg(
                 _label(p.name, value), value.__array_interface__["data"][0], value.nbytes, value,
                 nbytes=value.nbytes, itemsize=value.itemsize, track=not p.const,
             ))
         else:
-            arr = _value_bytes(program, p, value)
+            arr = _value_bytes(p, value)
             out.append(_launch.BufferArg(
                 p.name, arr.__array_interface__["data"][0], arr.nbytes, arr
             ))
@@ -541,16 +514,13 @@ def _dynamic_decls(gen: Generated, shared_mem: int) -> tuple[SharedDecl, ...]:
 
 
 def _threads(prefix: str, grid: Sequence[int], block: Sequence[int]) -> tuple[tuple, tuple]:
+    """Threads per dimension and the block. The front end (``CudaKernel.launch_config``) has
+    checked the geometry against the engine's limits; what is left is this engine's own limit."""
     g0, g1, g2 = (int(v) for v in grid)
     b0, b1, b2 = (int(v) for v in block)
     g, b = (g0, g1, g2), (b0, b1, b2)
-    if b0 < 1 or b1 < 1 or b2 < 1 or g0 < 0 or g1 < 0 or g2 < 0:
-        raise ValueError(f"{prefix} grid {g} and block {b} must be positive")
-    if b0 * b1 * b2 > DEFAULT_LIMITS.max_threads_per_block:
-        raise ValueError(
-            f"{prefix} block {b} has {b0 * b1 * b2} threads; CUDA allows at most "
-            f"{DEFAULT_LIMITS.max_threads_per_block}"
-        )
+    assert min(b) >= 1 and min(g) >= 0, "the front end checks the geometry"
+    assert b0 * b1 * b2 <= DEFAULT_LIMITS.max_threads_per_block, "the front end checks the block"
     threads = (g0 * b0, g1 * b1, g2 * b2)
     if max(threads) >= 2**32:
         raise NotImplementedError(
@@ -574,8 +544,9 @@ def run_cuda(
     Parameters
     ----------
     program : CudaProgram or CudaKernel
-        The kernel (:func:`program_for` makes the program of a CudaKernel). Arguments are not
-        checked against the signature here; :func:`emulate_cuda_kernel` checks them first.
+        The kernel (:func:`program_for` makes the program of a CudaKernel). Arguments and
+        geometry are not checked here (only asserted): the front end checks them, and
+        :func:`emulate_cuda_kernel` checks them through it.
     args : sequence
         One entry per kernel parameter: C-contiguous NumPy arrays for pointers (writeable unless
         the pointee is const), numbers for values.
@@ -635,6 +606,7 @@ def run_cuda(
                 races=bool(opts.races), strict_barriers=opts.strict_barriers,
                 shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic
                 else gen.shared,
+                sync=gen.fibers, serial=gen.prints,
             )
         except EmulationError:
             if opts.undefined == "warn":  # say what happened before the failure propagates
@@ -643,7 +615,8 @@ def run_cuda(
         check_report(report, program.prefix, opts.undefined, order)
 
     if opts.checks and program.outputs:
-        poison_and_check(program.prefix, program.params, args, program.outputs, once, _label)
+        poison_and_check(program.prefix, program.params, args, program.outputs, once, _label,
+                         lib)
     else:
         once()
 

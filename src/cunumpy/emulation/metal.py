@@ -213,12 +213,13 @@ def generate_source(
         f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {nbuffers}) return -2;",
         *defs,
         # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
-        "  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {",
+        "  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {",
         f"    CN_RACE_TRY {call}({', '.join(args)}); CN_RACE_CATCH",
         "  };",
         "  (void)cn_fn;",
         f"  return cn::run_grid<{'true' if fibers else 'false'}, "
-        f"{'true' if checks else 'false'}>(d, {len(shared)}, cn_fn);",
+        f"{'true' if checks else 'false'}, {'true' if checks else 'false'}>"
+        f"(d, {len(shared)}, cn_fn);",
         "}",
         "",
     ]
@@ -576,24 +577,24 @@ def launch_metal(
     def once(variant: int) -> None:
         if poisoned:
             for out in outputs:
-                _poison.poison(out, variant)
+                _poison.poison(out, variant, lib)
         _launch.launch(
             lib, DIALECT, name, buffers, g, t,
             random_order=opts.random_order, seed=opts.seed, shared=gen.shared,
-            races=bool(opts.races), strict_barriers=opts.strict_barriers,
+            races=bool(opts.races), strict_barriers=opts.strict_barriers, sync=gen.fibers,
         )
 
     once(0)
     if not poisoned:
         return
-    suspects = [_poison.unwritten(out, 0) for out in outputs]
+    suspects = [_poison.unwritten(out, 0, lib) for out in outputs]
     if not any(s.size for s in suspects):
         return
     if any(s.size and _poison.needs_confirmation(o.dtype) for s, o in zip(suspects, outputs)):
         once(1)
         suspects = [
-            np.intersect1d(s, _poison.unwritten(o, 1)) if _poison.needs_confirmation(o.dtype)
-            else _poison.unwritten(o, 1)
+            np.intersect1d(s, _poison.unwritten(o, 1, lib)) if _poison.needs_confirmation(o.dtype)
+            else _poison.unwritten(o, 1, lib)
             for s, o in zip(suspects, outputs)
         ]
     _raise_unwritten(signature, outputs, suspects)

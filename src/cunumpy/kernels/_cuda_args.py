@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from cunumpy._engines._cuda import CudaEngine
     from cunumpy.kernels.cuda import CudaKernel
 
-__all__ = ["check_array", "check_scalar", "describe", "dtype_text"]
+__all__ = ["check_array", "check_scalar", "check_unchecked", "describe", "dtype_text"]
 
 
 def describe(value: Any) -> str:
@@ -87,8 +87,14 @@ def _dtype_ok(p: CudaParam, dtype: np.dtype, shape: tuple[int, ...]) -> bool:
             and len(shape) >= 1 and shape[-1] == p.lanes)
 
 
-def check_array(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any) -> Any:
-    """Check one pointer argument; return what the engine takes (``None`` stays None)."""
+def check_array(
+    kernel: CudaKernel, engine: CudaEngine, index: int, value: Any, *, dtypes: bool = True
+) -> Any:
+    """Check one pointer argument; return what the engine takes (``None`` stays None).
+
+    ``dtypes=False`` (``check_signature=False`` on a host engine) checks only what the engine
+    relies on: the array's side, C-contiguity, writability and alignment, not its dtype.
+    """
     p = kernel._params[index]
     if value is None:
         return None
@@ -135,7 +141,7 @@ def check_array(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any) 
         interface = value.__array_interface__
     dtype = np.dtype(value.dtype)
     shape = tuple(interface["shape"])
-    if p.dtype is not None and not _dtype_ok(p, dtype, shape):
+    if dtypes and p.dtype is not None and not _dtype_ok(p, dtype, shape):
         got = (
             _dtype_name(dtype)
             if dtype.isnative
@@ -214,6 +220,35 @@ def check_scalar(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any)
             "Python number or a NumPy scalar"
         )
     return _number(tag, label, p.name, p.text, dt, value)
+
+
+def check_unchecked(kernel: CudaKernel, engine: CudaEngine, args: tuple) -> tuple:
+    """The arguments of a ``check_signature=False`` kernel, as a host engine relies on them.
+
+    Device engines take them as given. A host engine (the emulator) reads pointer arguments as
+    flat NumPy buffers and value arguments as the bytes of their C type, so the layout of every
+    array (not its dtype) and the kind of every value is checked here, once, with the same
+    messages as the checked path.
+    """
+    if engine.array_space != "host" or not kernel._params:
+        return args
+    out = []
+    for i, (p, v) in enumerate(zip(kernel._params, args, strict=True)):
+        if p.pointer:
+            v = check_array(kernel, engine, i, v, dtypes=False)
+        elif p.dtype is not None and p.kind not in ("vector", "struct"):
+            if hasattr(v, "shape") and getattr(v, "ndim", 0) and not isinstance(v, np.generic):
+                raise TypeError(
+                    f"{kernel._tag(engine)} argument {p.name!r} ({describe(v)}) is an array, "
+                    f"but parameter '{p.text}' is a scalar; pass a Python number or a NumPy scalar"
+                )
+        elif p.dtype is None and np.asarray(v).dtype == object:
+            raise TypeError(
+                f"{kernel._tag(engine)} argument {p.name!r} ({describe(v)}) for parameter "
+                f"'{p.text}': pass a NumPy scalar or structured value with the bytes of the C type"
+            )
+        out.append(v)
+    return tuple(out)
 
 
 def _number(tag: str, label: str, name: str, text: str, dt: np.dtype, value: Any) -> Any:

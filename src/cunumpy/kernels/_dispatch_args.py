@@ -94,38 +94,57 @@ def _getter(indices: tuple[int, ...], as_tuple: bool) -> Callable[[tuple], Any]:
     return operator.itemgetter(*indices)
 
 
+_DEVICE_TYPES: set[type] = set()
+"""Classes seen with a class-level ``__cuda_array_interface__`` (the generated call tests its
+arguments' classes against it before calling :func:`_has_device`)."""
+
+
 def _has_device(args: tuple) -> bool:
     """True when an argument is device memory (has ``__cuda_array_interface__``)."""
     for a in args:
         cls = a.__class__
         if cls in _HOST_TYPES:
             continue
-        if hasattr(cls, "__cuda_array_interface__") or hasattr(a, "__cuda_array_interface__"):
+        if hasattr(cls, "__cuda_array_interface__"):
+            if len(_DEVICE_TYPES) < 256:
+                _DEVICE_TYPES.add(cls)
+            return True
+        if hasattr(a, "__cuda_array_interface__"):
             return True
     return False
 
 
-def _given(n_threads: Any, template: Any, grid: Any, block: Any, shared_mem: Any, stream: Any,
-           check_finite: Any) -> dict[str, Any]:
-    """The launch keywords of a call that differ from their defaults, as a dict."""
-    launch: dict[str, Any] = {}
+_MISSING = object()
+"""Default of every parameter of a generated call function: an argument that was not given."""
+
+
+def _given_args(named: tuple, extra: tuple) -> tuple:
+    """The positional arguments of a call to a generated call function (for its error)."""
+    return tuple(a for a in named if a is not _MISSING) + extra
+
+
+def _launch_dict(n_threads: Any, template: Any, launch: dict[str, Any]) -> dict[str, Any]:
+    """All the launch keywords of a generated call, as one dict."""
     if n_threads is not None:
         launch["n_threads"] = n_threads
     if template is not None:
         launch["template"] = template
-    if grid is not None:
-        launch["grid"] = grid
-    if block is not None:
-        launch["block"] = block
-    if not (isinstance(shared_mem, int) and shared_mem == 0):
-        launch["shared_mem"] = shared_mem
-    if stream is not None:
-        launch["stream"] = stream
-    if check_finite is not False:
-        launch["check_finite"] = check_finite
     return launch
 
 
 def _only(launch: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
-    """The launch keywords a port takes."""
-    return {k: v for k, v in launch.items() if k in keys}
+    """The launch keywords a port takes, leaving out those given at their default value."""
+    out = {}
+    for k, v in launch.items():
+        if k not in keys:
+            continue
+        if k == "shared_mem":
+            if isinstance(v, int) and v == 0:
+                continue
+        elif k == "check_finite":
+            if v is False:
+                continue
+        elif v is None:
+            continue
+        out[k] = v
+    return out

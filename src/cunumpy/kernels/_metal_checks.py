@@ -1,4 +1,5 @@
-"""MetalKernel launch-geometry checks shared by the front end and its CuPy fast path."""
+"""MetalKernel checks shared by the front end and its CuPy fast path: launch geometry, and
+whether the host-resident emulator may write ``out=`` arrays in place."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["_check_threadgroup"]
+__all__ = ["_check_threadgroup", "fills_in_place"]
 
 
 def _check_threadgroup(threadgroup: Any) -> tuple[int, int, int]:
@@ -30,3 +31,19 @@ def _check_threadgroup(threadgroup: Any) -> tuple[int, int, int]:
             "1024 per threadgroup"
         )
     return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
+
+
+def fills_in_place(outs: list[np.ndarray], shapes: list[tuple[int, ...]],
+                   dtypes: list[np.dtype], inputs: list[Any]) -> bool:
+    """Whether a host-resident engine can write ``outs`` directly: each C-contiguous, writeable,
+    of the output's exact shape and dtype, and sharing no memory with an input or another
+    output (on the GPU the inputs are copies, so an alias must not change what the kernel
+    reads)."""
+    for k, (o, shape, dtype) in enumerate(zip(outs, shapes, dtypes)):
+        if (o.dtype != dtype or o.shape != tuple(shape) or not o.flags.c_contiguous
+                or not o.flags.writeable):
+            return False
+        others = [getattr(a, "_data", a) for a in inputs] + list(outs[:k])
+        if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a) for a in others):
+            return False
+    return True

@@ -138,6 +138,10 @@ class EmulatorEngine(MetalEngineBase):
 
     name = "emu-metal"
     array_space = "host"
+    host_resident = True
+    """Device memory is host memory: the front end passes arrays of the right layout and dtype
+    in place (:meth:`borrow`) and lets the launch write NumPy outputs directly (given as
+    ``MetalLaunch.into``)."""
 
     def check_available(self) -> None:
         from cunumpy.emulation import find_compiler
@@ -153,6 +157,10 @@ class EmulatorEngine(MetalEngineBase):
     def to_device(self, host: np.ndarray, dtype: np.dtype, contiguous: bool) -> EmulatedDeviceArray:
         # order="K" keeps a transposed layout when the kernel reads strides itself.
         return EmulatedDeviceArray(np.array(host, dtype=dtype, order="C" if contiguous else "K"))
+
+    def borrow(self, host: np.ndarray) -> EmulatedDeviceArray:
+        """``host`` as a launch input, without a copy (the kernel reads it, never writes it)."""
+        return EmulatedDeviceArray(host)
 
     def host_view(self, device: EmulatedDeviceArray) -> np.ndarray:
         return device._data
@@ -171,8 +179,11 @@ class EmulatorEngine(MetalEngineBase):
 
         def go(launch: MetalLaunch) -> list[EmulatedDeviceArray]:
             init_value = launch.init_value
-            outputs = [np.empty(shape, dtype=dtype)
-                       for shape, dtype in zip(launch.output_shapes, launch.output_dtypes)]
+            if launch.into is not None:  # the caller's NumPy outputs, written in place
+                outputs = list(launch.into)
+            else:
+                outputs = [np.empty(shape, dtype=dtype)
+                           for shape, dtype in zip(launch.output_shapes, launch.output_dtypes)]
             if init_value is not None:
                 for o in outputs:
                     o.fill(init_value)

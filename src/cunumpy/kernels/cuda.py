@@ -37,7 +37,7 @@ from cunumpy._lang.cuda_signature import (
     split_template_name,
 )
 from cunumpy._lang.includes import find_include, scan_includes
-from cunumpy.kernels._cuda_args import check_array, check_scalar
+from cunumpy.kernels._cuda_args import check_array, check_scalar, check_unchecked
 from cunumpy.kernels._cuda_args import describe as _describe
 from cunumpy.kernels._cuda_launcher import MISSING, build_launcher
 from cunumpy.kernels._cuda_outputs import declared_outputs
@@ -519,8 +519,10 @@ class CudaKernel:
 
     def _checked(self, engine: CudaEngine, args: tuple) -> tuple:
         self._check_arity(engine, args)
-        if not self.check_signature or self.signature is None:
+        if self.signature is None:
             return tuple(args)
+        if not self.check_signature:
+            return check_unchecked(self, engine, tuple(args))
         out = []
         for i, (p, v) in enumerate(zip(self._params, args, strict=True)):
             out.append(

@@ -14,7 +14,7 @@ from cunumpy import profiling
 from cunumpy._engines._base import Program
 from cunumpy._engines._metal import MetalLaunch, metal_program
 from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_signature
-from cunumpy.kernels._metal_checks import _check_threadgroup
+from cunumpy.kernels._metal_checks import _check_threadgroup, fills_in_place
 from cunumpy.kernels._metal_dtypes import is_bfloat16, msl_dtype, supported_dtypes
 from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine, warn_auto_fallback
 
@@ -629,11 +629,17 @@ class MetalKernel:
         device_inputs = []
         contiguous = self.ensure_row_contiguous
         recording = profiling._active
+        # The emulator's device memory is the host's: arrays already in the layout and dtype the
+        # kernel reads are used in place (the transfer is still recorded, as the GPU makes it).
+        resident = getattr(eng, "host_resident", False)
         for i, (a, dtype, is_dev) in enumerate(bound):
             if is_dev:
                 device_inputs.append(eng.contiguous(a) if contiguous else a)
                 continue
-            dev = eng.to_device(a, dtype, contiguous)
+            if resident and a.dtype == dtype and a.flags.c_contiguous:
+                dev = eng.borrow(a)
+            else:
+                dev = eng.to_device(a, dtype, contiguous)
             if recording:
                 profiling._record(
                     "to_device", dev.nbytes,
@@ -644,6 +650,9 @@ class MetalKernel:
         into = None
         if outs is not None and not all(isinstance(o, np.ndarray) for o in outs):
             into = tuple(outs)  # device arrays given as out= (metal-cuda): written in place
+        elif outs is not None and resident and fills_in_place(outs, shapes, out_dtypes,
+                                                              device_inputs):
+            into = tuple(outs)  # the emulator writes the NumPy outputs themselves
         results = go(MetalLaunch(grid, threadgroup, tuple(device_inputs), tuple(shapes),
                                  tuple(out_dtypes), init_value, into))
         if outs is None:
@@ -654,6 +663,14 @@ class MetalKernel:
                     o[...] = r.reshape(o.shape)
                 continue
             view = eng.host_view(r)
+            if view is o:  # written in place (emulator): no copy, the transfer is recorded
+                if recording:
+                    profiling._record(
+                        "to_host", o.nbytes,
+                        f"{eng.name} kernel {self.name!r} output {self.output_names[i]!r} "
+                        f"{o.dtype.name}{list(o.shape)}",
+                    )
+                continue
             if view.dtype == _U16 and is_bfloat16(o.dtype):  # metal-cuda: bfloat16 as uint16
                 view = view.view(o.dtype)
             if view.shape != o.shape:

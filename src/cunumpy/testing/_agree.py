@@ -17,7 +17,13 @@ import numpy as np
 from cunumpy import config
 from cunumpy.emulation._options import checking_races
 
-__all__ = ["DEFAULT_TOLERANCES", "assert_kernels_agree", "tolerance_for"]
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "assert_kernels_agree",
+    "compare_arrays",
+    "compare_to_reference",
+    "tolerance_for",
+]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-2, 1e-3),
@@ -205,10 +211,38 @@ def _compare(
     atol: float,
     poisoned: bool,
 ) -> str | None:
-    """None when ``got`` agrees with ``want``; else a message with the worst element."""
+    """None when a port's ``got`` agrees with the host's ``want``; else a message with the
+    worst element (:func:`compare_arrays`)."""
+    return compare_arrays(got, want, rtol, atol, what=f"{tag} {label} output {name!r}",
+                          poisoned=poisoned)
+
+
+def compare_arrays(
+    got: np.ndarray,
+    want: np.ndarray,
+    rtol: float,
+    atol: float,
+    *,
+    what: str,
+    poisoned: bool = False,
+    reference: tuple[str, str, str] = ("the host kernel", "port", "host"),
+) -> str | None:
+    """The one comparison of results: None when ``got`` agrees with ``want``, else a message.
+
+    ``assert_kernels_agree`` compares each port's outputs with the host kernel's through it, and
+    the conformance suites compare each engine's outputs with the NumPy reference through it.
+    Floating-point and complex elements agree when ``|got - want| <= atol + rtol * |want|``
+    (NaN agrees with NaN, an infinity with the same infinity); integer and bool elements must be
+    equal when ``rtol == atol == 0``. The message starts with ``what``, gives the number of
+    differing elements and the worst one (index, both values, absolute and relative error), and
+    says when that element still holds the poison value (``poisoned``). ``reference`` names what
+    ``want`` is and the words for the two values: ``("the NumPy reference", "got",
+    "expected")`` for a conformance case.
+    """
+    against, got_word, want_word = reference
     desc = f"{np.dtype(want.dtype).name}{list(want.shape)}"
     if got.shape != want.shape:
-        return f"{tag} {label} output {name!r}: shape {got.shape}, host {want.shape}"
+        return f"{what}: shape {got.shape}, {want_word} {want.shape}"
     if got.size == 0:
         return None
     exact = got.dtype.kind not in "fc" and want.dtype.kind not in "fc" and rtol == atol == 0
@@ -243,10 +277,29 @@ def _compare(
         note = " (still the poison value: the port never wrote this element)"
     tol = "exact match required" if rtol == 0 and atol == 0 else f"rtol={rtol:g}, atol={atol:g}"
     return (
-        f"{tag} {label} output {name!r} ({desc}) differs from the host kernel in {count} of "
+        f"{what} ({desc}) differs from {against} in {count} of "
         f"{got.size} element(s) ({tol}); worst at index {_format_index(worst, want.shape)}: "
-        f"port {gv}, host {wv}, abs err {e:.3g}, rel err {rel:.3g}{note}"
+        f"{got_word} {gv}, {want_word} {wv}, abs err {e:.3g}, rel err {rel:.3g}{note}"
     )
+
+
+NUMPY_REFERENCE = ("the NumPy reference", "got", "expected")
+"""How :func:`compare_to_reference` names the reference and the two values."""
+
+
+def compare_to_reference(
+    got: Any, expected: Any, rtol: float, atol: float, *, what: str
+) -> str | None:
+    """:func:`compare_arrays` for a kernel's output against a NumPy reference (the conformance
+    suites): ``expected`` may have another shape of the same size; integer and bool outputs
+    must match exactly, whatever ``rtol`` and ``atol``."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    if got.size != expected.size:
+        return f"{what}: {got.size} elements, {expected.size} expected"
+    expected = expected.reshape(got.shape)
+    if got.dtype.kind in "biu":
+        expected, rtol, atol = expected.astype(got.dtype), 0.0, 0.0
+    return compare_arrays(got, expected, rtol, atol, what=what, reference=NUMPY_REFERENCE)
 
 
 def _equal(a: Any, b: Any) -> bool:

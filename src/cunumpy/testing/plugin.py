@@ -14,10 +14,15 @@ Fixtures
 ``backend``
     Parametrised over ``"numpy"`` and ``"cupy"``; the test body runs with that backend active
     (restored afterwards). The CuPy case skips (or fails, as above) without a GPU.
+``kernel_engine``
+    Parametrised over every engine of the engine table (ids its names: ``cupy``, ``emu-cuda``,
+    ``mlx``, ``emu-metal``, ``metal-cuda``); the test runs with the engine selected
+    (``CUNUMPY_<DIALECT>_ENGINE``) and gets its name. An engine that cannot run here skips with
+    the table's reason (fails, for a GPU required as below).
 ``metal_engine`` / ``cuda_engine``
-    Parametrised over the real engine (``mlx`` / ``cupy``) and ``emulator`` (and, for
-    ``metal_engine``, ``cuda``: Metal translated to CUDA on an NVIDIA GPU); the test runs with
-    ``CUNUMPY_METAL_ENGINE`` / ``CUNUMPY_CUDA_ENGINE`` set to it.
+    The same, for the engines of one dialect (ids ``mlx``, ``emu-metal``, ``metal-cuda`` /
+    ``cupy``, ``emu-cuda``); the test gets the ``CUNUMPY_METAL_ENGINE`` /
+    ``CUNUMPY_CUDA_ENGINE`` value (``mlx``, ``emulator``, ``cuda`` / ``cupy``, ``emulator``).
 ``mlx_metal_on_cpu``
     The test runs inside :func:`cunumpy.testing.mlx_metal_on_cpu`: ``mx.fast.metal_kernel``
     runs custom Metal kernels on the CPU emulator. Skips when MLX is not installed.
@@ -28,13 +33,15 @@ Fixtures
     (``CUNUMPY_CUDA_ENGINE=emulator``); the Metal case on an Apple GPU when there is one, else on
     the emulator. A case whose engine cannot run here skips with the reason.
 
-Emulated launches inside ``metal_engine``, ``cuda_engine`` and ``kernel_port`` tests check data
-races (``CUNUMPY_EMULATOR_RACES=1``) unless the environment already sets that variable.
+Emulated launches inside ``kernel_engine``, ``metal_engine``, ``cuda_engine`` and ``kernel_port``
+tests check data races (``CUNUMPY_EMULATOR_RACES=1``) unless the environment already sets that
+variable.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -104,36 +111,63 @@ def _skip_unless_ready(engine: str) -> None:
     pytest.skip(reason)
 
 
-# The values are what CUNUMPY_<DIALECT>_ENGINE takes; the ids are the engine table's names.
-@pytest.fixture(params=["mlx", "emulator", "cuda"], ids=["mlx", "emu-metal", "metal-cuda"])
+def _engine_params(dialect: str | None) -> list[Any]:
+    """One ``pytest.param`` per engine of the table (of ``dialect``, or all), id its name."""
+    from cunumpy._engines._table import ENGINES
+
+    return [pytest.param(name, id=name) for name, r in ENGINES.items()
+            if dialect is None or r.dialect == dialect]
+
+
+def _use_engine(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Skip unless the table says engine ``name`` can run here; else select it for the test
+    (``CUNUMPY_<DIALECT>_ENGINE`` set to its setting value, race checks on) and return the
+    setting value."""
+    from cunumpy._engines._table import row
+
+    r = row(name)
+    _skip_unless_ready(name)
+    monkeypatch.setenv(f"CUNUMPY_{r.dialect.upper()}_ENGINE", r.setting)
+    _check_races(monkeypatch)
+    return r.setting
+
+
+# The one engine fixture: every engine of the engine table, ids the table's names; the
+# dialect fixtures below are its slices (returning the CUNUMPY_<DIALECT>_ENGINE value).
+@pytest.fixture(params=_engine_params(None))
+def kernel_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per engine of the engine table, selected for the test.
+
+    Returns the engine's table name (``cupy``, ``emu-cuda``, ``mlx``, ``emu-metal``,
+    ``metal-cuda``); its dialect's ``CUNUMPY_<DIALECT>_ENGINE`` is set to select it. An engine
+    the table reports as not ready skips with the table's reason (a GPU engine fails instead
+    with ``CUNUMPY_REQUIRE_CUDA=1`` / ``CUNUMPY_REQUIRE_METAL=1``).
+    """
+    _use_engine(request.param, monkeypatch)
+    return request.param
+
+
+@pytest.fixture(params=_engine_params("metal"))
 def metal_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once per MetalKernel engine, selected through ``CUNUMPY_METAL_ENGINE``.
 
-    ``mlx`` needs an Apple GPU (skips, or fails with ``CUNUMPY_REQUIRE_METAL=1``); ``emulator``
-    needs a C++ compiler; ``cuda`` (Metal translated to CUDA) needs an NVIDIA GPU with CuPy
-    (skips, or fails with ``CUNUMPY_REQUIRE_CUDA=1``).
+    The Metal rows of the ``kernel_engine`` fixture; returns the ``CUNUMPY_METAL_ENGINE`` value
+    (``mlx``, ``emulator``, ``cuda``). ``mlx`` needs an Apple GPU (skips, or fails with
+    ``CUNUMPY_REQUIRE_METAL=1``); ``emulator`` needs a C++ compiler; ``cuda`` (Metal translated
+    to CUDA) needs an NVIDIA GPU with CuPy (skips, or fails with ``CUNUMPY_REQUIRE_CUDA=1``).
     """
-    name = request.param
-    from cunumpy._engines._table import canonical_name
-
-    _skip_unless_ready(canonical_name("metal", name))
-    monkeypatch.setenv("CUNUMPY_METAL_ENGINE", name)
-    _check_races(monkeypatch)
-    return name
+    return _use_engine(request.param, monkeypatch)
 
 
-@pytest.fixture(params=["cupy", "emulator"], ids=["cupy", "emu-cuda"])
+@pytest.fixture(params=_engine_params("cuda"))
 def cuda_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once per CudaKernel engine, selected through ``CUNUMPY_CUDA_ENGINE``.
 
-    ``cupy`` needs an NVIDIA GPU (skips, or fails with ``CUNUMPY_REQUIRE_CUDA=1``); ``emulator``
-    needs a C++ compiler.
+    The CUDA rows of the ``kernel_engine`` fixture; returns the ``CUNUMPY_CUDA_ENGINE`` value
+    (``cupy``, ``emulator``). ``cupy`` needs an NVIDIA GPU (skips, or fails with
+    ``CUNUMPY_REQUIRE_CUDA=1``); ``emulator`` needs a C++ compiler.
     """
-    name = request.param
-    _skip_unless_ready("cupy" if name == "cupy" else "emu-cuda")
-    monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", name)
-    _check_races(monkeypatch)
-    return name
+    return _use_engine(request.param, monkeypatch)
 
 
 @pytest.fixture(params=["host", "cuda", "metal"])

@@ -9,13 +9,21 @@
 //   * checks: bounds-checked buffer pointers (cn::ptr), bounds-checked shared arrays (cn::tarr),
 //     the per-group shared-memory arena (cn::tg_alloc), and the failure report.
 //
-// Execution is single-threaded: threadgroups run one after another (in order or in a random
-// permutation); inside a group, threads run one after another (loop mode) or as fibers that switch
-// at every barrier / lane exchange (fiber mode). Atomics are therefore plain read-modify-writes.
+// One call of cn_launch runs on one thread: threadgroups run one after another (in order or in a
+// random permutation); inside a group, threads run one after another (loop mode) or as fibers
+// that switch at every barrier / lane exchange (fiber mode). A launch spread over several workers
+// (cunumpy/emulation/_workers.py) runs one copy of the library per worker, so every global here
+// is per worker and no access pays for thread-local storage; the workers share only the buffers
+// and a few counters of the descriptor (next batch, earliest fatal failure, progress, cancel).
+// Atomics are real atomic operations when the launch runs on several workers
+// (LAUNCH_PARALLEL), plain read-modify-writes otherwise.
 //
 // Checks never abort the process: an out-of-bounds read returns a zeroed dummy and an
-// out-of-bounds write lands in a scratch slot. The first failure is recorded in full, later ones
-// are counted. Fatal failures (barrier divergence, shared-memory overflow) stop the launch.
+// out-of-bounds write lands in a scratch slot. The first failure is recorded in full (with the
+// position of its group in the order, so that the reports of several workers merge into the one a
+// serial run gives), later ones are counted. Fatal failures (barrier divergence, shared-memory
+// overflow) stop the launch: this worker at once, the others before any group that comes later
+// in the order.
 #ifndef CN_CORE_H
 #define CN_CORE_H
 
@@ -27,6 +35,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <new>
+#include <csignal>
 #include <type_traits>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -64,7 +73,9 @@
 #else
 #define CN_BUILTIN __attribute__((always_inline))
 #endif
-#define CN_ABI_VERSION 2
+// The per-thread functor of a generated launcher: folded into the grid walk's loop.
+#define CN_THREAD_FN CN_NOTSAN __attribute__((always_inline))
+#define CN_ABI_VERSION 3
 
 namespace cn {
 
@@ -85,6 +96,8 @@ enum ErrorKind : int32_t {
 enum LaunchFlags : int32_t {
   LAUNCH_RACES = 1,            // check data races (the library must be a race-checking build)
   LAUNCH_STRICT_BARRIERS = 2,  // threads that returned do not count as arrived at a barrier
+  LAUNCH_PARALLEL = 4,         // other workers run groups of the same launch: real atomics
+  LAUNCH_SIGINT = 8,           // catch SIGINT during the call: set *cancel (main thread only)
 };
 
 enum BarrierFlags : int32_t { BARRIER_SHARED = 1, BARRIER_DEVICE = 2, BARRIER_ALL = 3 };
@@ -105,6 +118,7 @@ struct Report {
   uint32_t group2[3];
   int32_t access[2];   // races: access kinds (cn::race::Access) of this thread and the other
   uint32_t pc[2];      // code offsets in the library (this access, the other): file:line
+  int64_t position;    // position in the group order of the first failure's group
 };
 
 struct Buffer {
@@ -128,6 +142,16 @@ struct LaunchDesc {
   Report* report;
   int32_t flags;               // LaunchFlags
   int32_t pad;
+  // The share of the launch this call runs: positions [first, last) of the group order, taken
+  // in batches of `batch` from the shared cursor *next when it is given, else in order.
+  int64_t first;
+  int64_t last;                // 0 or -1: to the end
+  int64_t* next;               // shared batch cursor (null: this call runs its range alone)
+  int64_t batch;
+  int64_t* stop;               // shared: position of the earliest fatal failure (INT64_MAX: none)
+  int64_t* done;               // shared: groups finished (progress; may be null)
+  int32_t* cancel;             // shared: nonzero stops the launch before the next group (may be null)
+  int32_t pad2;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -147,6 +171,12 @@ struct ThreadInfo {
   uint32_t width;       // SIMD width
   uint32_t pad;
 };
+
+// Linear index of a thread in its group, from its position (the same as ThreadInfo::lin, which
+// the grid walk's loop mode does not keep up to date for g.cur outside race-checking builds).
+__attribute__((always_inline)) inline uint32_t linear_index(const ThreadInfo* t) {
+  return t->tid[0] + t->gsize[0] * (t->tid[1] + t->gsize[1] * t->tid[2]);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Per-library state (one launch at a time per loaded library)
@@ -171,11 +201,147 @@ struct State {
   bool checks = false;
   bool abort = false;
   bool strict_barriers = false;
+  bool parallel = false;            // other workers run the same launch (LAUNCH_PARALLEL)
   int64_t shared_limit = 0;
+  int64_t pos = 0;                  // position in the group order of the group running now
+  int64_t* stop = nullptr;          // shared earliest fatal failure (LaunchDesc::stop)
+  // Failures per group, for a count that ends at the first fatal failure (cn_failures_upto):
+  // (position, failures so far) after every group that had one.
+  int64_t* log = nullptr;
+  size_t nlog = 0, caplog = 0;
   Arena arena;
 };
 
 inline State g;
+
+// Stops the launch: this worker at once, the others before any group after this one.
+CN_NOTSAN inline void stop_launch() {
+  g.abort = true;
+  if (int64_t* s = g.stop) {
+    int64_t cur = __atomic_load_n(s, __ATOMIC_RELAXED);
+    while (g.pos < cur &&
+           !__atomic_compare_exchange_n(s, &cur, g.pos, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Atomics of the dialects: `*p = f(*p)` returning the old value, and compare-and-swap. Plain
+// when one worker runs the launch; otherwise a compare-and-swap loop on the value's bytes (floats
+// included), or a striped spin lock for sizes the CPU has no atomic instruction for.
+// ---------------------------------------------------------------------------------------------
+
+inline int32_t atomic_locks[64];
+
+template <class U>
+constexpr bool lock_free_size = sizeof(U) == 1 || sizeof(U) == 2 || sizeof(U) == 4 ||
+                                sizeof(U) == 8;
+
+struct StripeLock {
+  int32_t* l;
+  explicit StripeLock(const void* p)
+      : l(&atomic_locks[(reinterpret_cast<uintptr_t>(p) >> 4) & 63]) {
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
+    }
+  }
+  ~StripeLock() { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+};
+
+template <class T, class F>
+__attribute__((noinline)) inline std::remove_cv_t<T> atomic_rmw_shared(T* p, F f) {
+  using U = std::remove_cv_t<T>;
+  U* q = const_cast<U*>(p);
+  if constexpr (lock_free_size<U>) {
+    U old, next;
+    __atomic_load(q, &old, __ATOMIC_RELAXED);
+    do {
+      next = f(old);
+    } while (!__atomic_compare_exchange(q, &old, &next, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+    return old;
+  } else {
+    StripeLock lock(q);
+    U old = *q;
+    *q = f(old);
+    return old;
+  }
+}
+
+template <class T, class F>
+__attribute__((always_inline)) inline std::remove_cv_t<T> atomic_rmw(T* p, F f) {
+  using U = std::remove_cv_t<T>;
+#if !CN_RACES  // race-checking launches run on one worker
+  if (__builtin_expect(g.parallel, 0)) return atomic_rmw_shared(p, f);
+#endif
+  U* q = const_cast<U*>(p);
+  U old = *q;
+  *q = f(old);
+  return old;
+}
+
+// Compare-and-swap: stores `desired` when *p holds `expected` (compared as values, as the
+// dialects do); returns what *p held.
+template <class T>
+__attribute__((always_inline)) inline std::remove_cv_t<T> atomic_cas(
+    T* p, std::remove_cv_t<T> expected, std::remove_cv_t<T> desired) {
+  using U = std::remove_cv_t<T>;
+  U* q = const_cast<U*>(p);
+#if !CN_RACES
+  if (__builtin_expect(g.parallel, 0)) {
+    if constexpr (lock_free_size<U>) {
+      U old;
+      __atomic_load(q, &old, __ATOMIC_RELAXED);
+      for (;;) {
+        if (!(old == expected)) return old;
+        if (__atomic_compare_exchange(q, &old, &desired, false, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_RELAXED)) {
+          return old;
+        }
+      }
+    } else {
+      StripeLock lock(q);
+      U old = *q;
+      if (old == expected) *q = desired;
+      return old;
+    }
+  }
+#endif
+  U old = *q;
+  if (old == expected) *q = desired;
+  return old;
+}
+
+// An atomic load / store (whole values, never torn, when workers share the launch).
+template <class T>
+__attribute__((always_inline)) inline std::remove_cv_t<T> atomic_load(const T* p) {
+  using U = std::remove_cv_t<T>;
+  const U* q = const_cast<const U*>(p);
+#if !CN_RACES
+  if constexpr (lock_free_size<U>) {
+    if (__builtin_expect(g.parallel, 0)) {
+      U v;
+      __atomic_load(q, &v, __ATOMIC_SEQ_CST);
+      return v;
+    }
+  } else {
+    if (__builtin_expect(g.parallel, 0)) { StripeLock lock(q); return *q; }
+  }
+#endif
+  return *q;
+}
+
+template <class T>
+__attribute__((always_inline)) inline void atomic_store(T* p, std::remove_cv_t<T> v) {
+  using U = std::remove_cv_t<T>;
+  U* q = const_cast<U*>(p);
+#if !CN_RACES
+  if constexpr (lock_free_size<U>) {
+    if (__builtin_expect(g.parallel, 0)) { __atomic_store(q, &v, __ATOMIC_SEQ_CST); return; }
+  } else {
+    if (__builtin_expect(g.parallel, 0)) { StripeLock lock(q); *q = v; return; }
+  }
+#endif
+  *q = v;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Failure recording
@@ -196,6 +362,7 @@ CN_NOTSAN inline Report* begin_failure(int32_t kind) {
   bool replace = kind == ERR_BARRIER && r->count != 0 && r->kind == ERR_RACE;
   if (r->count++ != 0 && !replace) return nullptr;
   r->kind = kind;
+  r->position = g.pos;
   if (g.cur) {
     for (int d = 0; d < 3; ++d) { r->thread[d] = g.cur->tid[d]; r->group[d] = g.cur->gid[d]; }
   }
@@ -217,13 +384,26 @@ __attribute__((noinline, cold)) inline void fail_oob_at(int32_t buffer, int64_t 
   }
 }
 
+// An out-of-bounds access made by a subscript whose source line is known (the CUDA rewriter's
+// at_site): the site travels down this cold path, so the hot path loads nothing to record it.
+__attribute__((noinline, cold)) inline void fail_oob_site(int32_t buffer, int64_t index,
+                                                          int64_t extent, int line,
+                                                          const char* file, const void* pc) {
+  if (Report* r = begin_failure(ERR_OOB)) {
+    r->buffer = buffer; r->index = index; r->extent = extent;
+    r->line = line;
+    copy_file(r, file);
+    r->pc[0] = code_offset(pc);
+  }
+}
+
 __attribute__((noinline, cold)) inline void fail_oob(int32_t buffer, int64_t index, int64_t extent) {
   fail_oob_at(buffer, index, extent, __builtin_return_address(0));
 }
 
 __attribute__((noinline, cold, format(printf, 4, 5))) inline void fail_fatal(
     int32_t kind, int line, const char* file, const char* fmt, ...) {
-  g.abort = true;
+  stop_launch();
   Report* r = begin_failure(kind);
   if (!r) return;
   r->line = line;
@@ -291,6 +471,21 @@ struct ptr {
     fail_oob_at(id, k, extent, __builtin_return_address(0));
     return scratch<T>();
   }
+  // The same subscript, naming its source line when it fails.
+  __attribute__((always_inline)) T& at(int64_t i, int line, const char* file) const {
+    int64_t k = (p - base) + i;
+    if (__builtin_expect(static_cast<uint64_t>(k) >= static_cast<uint64_t>(extent), 0)) {
+      return outside_site(p, k, i, extent, id, line, file);
+    }
+    return p[i];
+  }
+  __attribute__((noinline, cold)) static T& outside_site(T* p, int64_t k, int64_t i,
+                                                         int64_t extent, int32_t id, int line,
+                                                         const char* file) {
+    if (extent == kUnknownExtent) return p[i];
+    fail_oob_site(id, k, extent, line, file, __builtin_return_address(0));
+    return scratch<T>();
+  }
   T& operator*() const { return (*this)[0]; }
   T* operator->() const { (void)(*this)[0]; return p; }
   operator T*() const { return p; }
@@ -334,6 +529,16 @@ struct tarr {
   }
   __attribute__((always_inline)) const T& operator[](int64_t i) const {
     return const_cast<tarr*>(this)->operator[](i);
+  }
+  __attribute__((always_inline)) T& at(int64_t i, int line, const char* file) {
+    if (__builtin_expect(static_cast<uint64_t>(i) >= static_cast<uint64_t>(N), 0)) {
+      fail_oob_site(-1 - ID, i, N, line, file, __builtin_return_address(0));
+      return scratch<T>();
+    }
+    return a[i];
+  }
+  __attribute__((always_inline)) const T& at(int64_t i, int line, const char* file) const {
+    return const_cast<tarr*>(this)->at(i, line, file);
   }
   operator T*() { return a; }
   operator const T*() const { return a; }
@@ -929,10 +1134,59 @@ inline void call_functor(void* fn, const ThreadInfo& t) { (*static_cast<F*>(fn))
 
 inline uint32_t ceil_div(uint32_t a, uint32_t b) { return b ? (a + b - 1) / b : 0; }
 
-// Runs `kernel(ThreadInfo)` for every thread of the grid. `Fibers`: threads of a group run as
-// fibers (the kernel synchronises); otherwise as a plain loop. `Checks`: keep the current thread
-// up to date for failure reports. Returns 0, or -1 when the descriptor is unusable.
-template <bool Fibers, bool Checks, class F>
+// Remembers the failures found so far after a group that had one (cn_failures_upto).
+CN_NOTSAN __attribute__((noinline, cold)) inline void log_failures(int64_t pos, int64_t count) {
+  if (g.nlog + 2 > g.caplog) {
+    size_t cap = g.caplog ? g.caplog * 2 : 64;
+    int64_t* m = static_cast<int64_t*>(std::realloc(g.log, cap * sizeof(int64_t)));
+    if (!m) return;  // the count then ends earlier (a lower bound)
+    g.log = m;
+    g.caplog = cap;
+  }
+  g.log[g.nlog++] = pos;
+  g.log[g.nlog++] = count;
+}
+
+// The SIGINT handler of a launch on the main thread (LAUNCH_SIGINT): the launch stops before its
+// next group, and the Python side raises KeyboardInterrupt.
+inline volatile int32_t* sigint_flag = nullptr;
+CN_NOTSAN inline void on_sigint(int) {
+  if (volatile int32_t* f = sigint_flag) *f = 1;
+}
+
+struct SigintScope {
+  bool on = false;
+  struct sigaction old;
+  SigintScope(const LaunchDesc* d) {
+    if (!(d->flags & LAUNCH_SIGINT) || !d->cancel) return;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_handler = &on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigint_flag = d->cancel;
+    if (sigaction(SIGINT, &sa, &old) != 0) return;
+    on = true;
+    if (old.sa_handler == SIG_IGN) { sigaction(SIGINT, &old, nullptr); on = false; }
+  }
+  ~SigintScope() {
+    if (on) sigaction(SIGINT, &old, nullptr);
+    sigint_flag = nullptr;
+  }
+};
+
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Runs `kernel(ThreadInfo)` for every thread of the descriptor's share of the grid. `Fibers`:
+// threads of a group run as fibers (the kernel synchronises); otherwise as a plain loop.
+// `Checks`: the kernel is a checked build. `Current`: keep g.cur's thread position up to date for
+// every thread (the CUDA builtins and failure reports read it; an unchecked Metal kernel gets its
+// thread attributes as arguments and needs only the group). Returns 0, or -1 when the descriptor
+// is unusable.
+template <bool Fibers, bool Checks, bool Current = true, class F>
 CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
   if (d->abi != CN_ABI_VERSION) return -1;
   g.report = d->report;
@@ -942,6 +1196,10 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
   g.fiber = nullptr;
   g.shared_limit = d->shared_limit;
   g.strict_barriers = (d->flags & LAUNCH_STRICT_BARRIERS) != 0;
+  g.parallel = (d->flags & LAUNCH_PARALLEL) != 0;
+  g.stop = d->stop;
+  g.pos = 0;
+  g.nlog = 0;
   ThreadInfo t{};
   uint32_t width = d->simd_width ? uint32_t(d->simd_width) : 32u;
   for (int k = 0; k < 3; ++k) {
@@ -950,18 +1208,23 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
     t.ngroups[k] = ceil_div(d->grid[k], t.dsize[k]);
   }
   t.width = width;
-  uint64_t ngroups = uint64_t(t.ngroups[0]) * t.ngroups[1] * t.ngroups[2];
-  if (ngroups == 0) return 0;
+  int64_t ngroups = int64_t(t.ngroups[0]) * t.ngroups[1] * t.ngroups[2];
+  int64_t first = d->first > 0 ? d->first : 0;
+  int64_t last = d->last <= 0 || d->last > ngroups ? ngroups : d->last;
+  if (first >= last) return 0;
+  SigintScope sigint(d);
   uint32_t* perm = nullptr;
-  Rng rng{d->seed};
   if (d->random_order) {
-    perm = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * ngroups));
+    // Every worker draws the same permutation from the seed; each group's threads are shuffled
+    // by a generator of its own, so the order does not depend on how groups were shared out.
+    Rng rng{d->seed};
+    perm = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * size_t(ngroups)));
     if (!perm) return -1;
-    for (uint64_t i = 0; i < ngroups; ++i) perm[i] = uint32_t(i);
+    for (int64_t i = 0; i < ngroups; ++i) perm[i] = uint32_t(i);
     shuffle(perm, uint32_t(ngroups), rng);
   }
   uint32_t max_threads = t.dsize[0] * t.dsize[1] * t.dsize[2];
-  race::begin_launch(d, ngroups, max_threads);
+  race::begin_launch(d, uint64_t(ngroups), max_threads);
   ThreadInfo* infos = nullptr;
   uint32_t* torder = nullptr;
   if (Fibers || d->random_order) {
@@ -975,8 +1238,10 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
     sched.call = &call_functor<std::remove_reference_t<F>>;
     sched.functor = static_cast<void*>(&kernel);
   }
-  for (uint64_t q = 0; q < ngroups && !g.abort; ++q) {
-    uint64_t lin = perm ? perm[q] : q;
+  auto run_group = [&](int64_t q) CN_NOTSAN {
+    g.pos = q;
+    int64_t failures = d->report->count;
+    uint64_t lin = perm ? perm[q] : uint64_t(q);
     t.gid[0] = uint32_t(lin % t.ngroups[0]);
     t.gid[1] = uint32_t((lin / t.ngroups[0]) % t.ngroups[1]);
     t.gid[2] = uint32_t(lin / (uint64_t(t.ngroups[0]) * t.ngroups[1]));
@@ -990,6 +1255,7 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
     if (nshared) arena_begin_group(nshared);
     race::begin_group(uint32_t(lin), max_threads, t.nthreads, width, Fibers);
     if (Fibers || d->random_order) {
+      Rng grng{mix64(d->seed ^ (lin * 0x9E3779B97F4A7C15ull))};
       uint32_t i = 0;
       for (uint32_t z = 0; z < t.gsize[2]; ++z)
         for (uint32_t y = 0; y < t.gsize[1]; ++y)
@@ -1001,39 +1267,79 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
             u.lin = i;
           }
       if (Fibers) {
-        run_group_fibers(infos, t.nthreads, d->random_order ? &rng : nullptr);
+        run_group_fibers(infos, t.nthreads, d->random_order ? &grng : nullptr);
       } else {
         for (uint32_t k = 0; k < t.nthreads; ++k) torder[k] = k;
-        shuffle(torder, t.nthreads, rng);
+        shuffle(torder, t.nthreads, grng);
         for (uint32_t k = 0; k < t.nthreads; ++k) {
           const ThreadInfo& u = infos[torder[k]];
-          if (Checks) g.cur = &u;
+          g.cur = &u;
           kernel(u);
 #if CN_RACES
           if (race::st.npending) race::flush_pending();
 #endif
         }
       }
-      continue;
-    }
-    uint32_t i = 0;
-    for (uint32_t z = 0; z < t.gsize[2]; ++z) {
-      t.tid[2] = z;
-      t.pos[2] = base[2] + z;
-      for (uint32_t y = 0; y < t.gsize[1]; ++y) {
-        t.tid[1] = y;
-        t.pos[1] = base[1] + y;
-        for (uint32_t x = 0; x < t.gsize[0]; ++x, ++i) {
-          t.tid[0] = x;
-          t.pos[0] = base[0] + x;
-          t.lin = i;
-          if (Checks) g.cur = &t;
-          kernel(static_cast<const ThreadInfo&>(t));
+    } else {
+      // The thread the builtins and failure reports read (g.cur) is one ThreadInfo updated in
+      // place: only its position in the group, one store per thread (nothing reads its grid
+      // position, and its linear index is computed where needed: cn::linear_index). The kernel
+      // gets a local copy that never escapes, so that the compiler keeps it in registers (stores
+      // through buffer pointers cannot touch it), and its captured arguments likewise (a local
+      // copy of the functor).
+      ThreadInfo* cur = &t;
+      g.cur = cur;
+      ThreadInfo u = t;
+      auto k = kernel;
+      uint32_t i = 0;
+      uint32_t nx = u.gsize[0], ny = u.gsize[1], nz = u.gsize[2];
+      for (uint32_t z = 0; z < nz; ++z) {
+        u.tid[2] = z;
+        u.pos[2] = base[2] + z;
+        if (Current) cur->tid[2] = z;
+        for (uint32_t y = 0; y < ny; ++y) {
+          u.tid[1] = y;
+          u.pos[1] = base[1] + y;
+          if (Current) cur->tid[1] = y;
+          for (uint32_t x = 0; x < nx; ++x, ++i) {
+            u.tid[0] = x;
+            u.pos[0] = base[0] + x;
+            u.lin = i;
+            if (Current) {
+              cur->tid[0] = x;
+              if (CN_RACES) cur->lin = i;  // the race checker reads it; others: linear_index()
+            }
+            k(static_cast<const ThreadInfo&>(u));
 #if CN_RACES
-          if (race::st.npending) race::flush_pending();
+            if (race::st.npending) race::flush_pending();
 #endif
+          }
         }
       }
+    }
+    if (__builtin_expect(d->report->count != failures, 0)) log_failures(q, d->report->count);
+  };
+  volatile int32_t* cancel = d->cancel;
+  int64_t* stop = d->stop;
+  auto halted = [&](int64_t q) CN_NOTSAN {
+    return g.abort || (cancel && *cancel) || (stop && q > __atomic_load_n(stop, __ATOMIC_RELAXED));
+  };
+  if (!d->next) {
+    for (int64_t q = first; q < last && !halted(q); ++q) {
+      run_group(q);
+      if (d->done) __atomic_store_n(d->done, q + 1 - first, __ATOMIC_RELAXED);
+    }
+  } else {
+    int64_t batch = d->batch > 0 ? d->batch : 1;
+    for (bool go = true; go;) {
+      int64_t b = __atomic_fetch_add(d->next, batch, __ATOMIC_RELAXED);
+      if (b >= last) break;
+      int64_t e = b + batch < last ? b + batch : last;
+      for (int64_t q = b; q < e; ++q) {
+        if (halted(q)) { go = false; break; }
+        run_group(q);
+      }
+      if (d->done) __atomic_fetch_add(d->done, e - b, __ATOMIC_RELAXED);
     }
   }
   g.cur = nullptr;
@@ -1045,5 +1351,58 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
 }
 
 }  // namespace cn
+
+// Output poisoning (cunumpy/emulation/_poison.py): fill n elements of `elem` bytes with a
+// pattern, and count the elements that still hold it after the launch. Written in blocks of a
+// fixed length so that the compiler vectorises them at -O2; no runtime state is touched, so
+// several threads may run them on parts of one array.
+template <class U>
+CN_NOTSAN inline void cn_fill_pattern(U* p, int64_t n, U v) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 16; ++k) p[i + k] = v;
+  for (; i < n; ++i) p[i] = v;
+}
+
+template <class U>
+CN_NOTSAN inline int64_t cn_count_pattern(const U* p, int64_t n, U v) {
+  int64_t count = 0, i = 0;
+  for (; i + 64 <= n; i += 64) {
+    U hits = 0;
+    for (int k = 0; k < 64; ++k) hits += U(p[i + k] == v);
+    count += int64_t(hits);
+  }
+  for (; i < n; ++i) count += p[i] == v;
+  return count;
+}
+
+CN_EXPORT void cn_fill(void* p, int64_t n, int32_t elem, uint64_t pattern) {
+  switch (elem) {
+    case 1: cn_fill_pattern(static_cast<uint8_t*>(p), n, uint8_t(pattern)); break;
+    case 2: cn_fill_pattern(static_cast<uint16_t*>(p), n, uint16_t(pattern)); break;
+    case 4: cn_fill_pattern(static_cast<uint32_t*>(p), n, uint32_t(pattern)); break;
+    case 8: cn_fill_pattern(static_cast<uint64_t*>(p), n, pattern); break;
+    default: break;
+  }
+}
+
+CN_EXPORT int64_t cn_count(const void* p, int64_t n, int32_t elem, uint64_t pattern) {
+  switch (elem) {
+    case 1: return cn_count_pattern(static_cast<const uint8_t*>(p), n, uint8_t(pattern));
+    case 2: return cn_count_pattern(static_cast<const uint16_t*>(p), n, uint16_t(pattern));
+    case 4: return cn_count_pattern(static_cast<const uint32_t*>(p), n, uint32_t(pattern));
+    case 8: return cn_count_pattern(static_cast<const uint64_t*>(p), n, pattern);
+    default: return -1;
+  }
+}
+
+// Failures this library's last launch found in the groups at positions <= pos of the order (the
+// count of a launch that a fatal failure at `pos` stopped, whichever worker ran what).
+CN_EXPORT int64_t cn_failures_upto(int64_t pos) {
+  int64_t n = 0;
+  for (size_t k = 0; k + 1 < cn::g.nlog && cn::g.log[k] <= pos; k += 2) n = cn::g.log[k + 1];
+  return n;
+}
+
 
 #endif  // CN_CORE_H

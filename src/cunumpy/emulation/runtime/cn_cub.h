@@ -177,7 +177,7 @@ class WarpReduce {
   // Lanes at or past `valid_items` (counted from the logical warp's first lane) do not count.
   template <class Op>
   T Reduce(T v, Op op, int valid_items, CN_CUB_SITE) {
-    unsigned lane = ::cn::g.cur->lin & 31u;
+    unsigned lane = ::cn::linear_index(::cn::g.cur) & 31u;
     unsigned mask = W >= 32 ? 0xffffffffu : ((1u << W) - 1u) << (lane & ~(W - 1u));
     unsigned self = lane & (W - 1u);
     for (unsigned off = 1; off < W; off *= 2u) {
@@ -207,7 +207,7 @@ class WarpScan {
 
   template <class Op>
   void InclusiveScan(T v, T& out, Op op, CN_CUB_SITE) {
-    unsigned lane = ::cn::g.cur->lin & 31u;
+    unsigned lane = ::cn::linear_index(::cn::g.cur) & 31u;
     unsigned mask = W >= 32 ? 0xffffffffu : ((1u << W) - 1u) << (lane & ~(W - 1u));
     unsigned self = lane & (W - 1u);
     for (unsigned d = 1; d < W; d *= 2u) {
@@ -219,7 +219,7 @@ class WarpScan {
   void InclusiveSum(T v, T& out, CN_CUB_SITE) { InclusiveScan(v, out, cub::Sum(), cn_s); }
   template <class Op>
   void ExclusiveScan(T v, T& out, T init, Op op, CN_CUB_SITE) {
-    unsigned lane = ::cn::g.cur->lin & 31u;
+    unsigned lane = ::cn::linear_index(::cn::g.cur) & 31u;
     unsigned mask = W >= 32 ? 0xffffffffu : ((1u << W) - 1u) << (lane & ~(W - 1u));
     T inc;
     InclusiveScan(v, inc, op, cn_s);

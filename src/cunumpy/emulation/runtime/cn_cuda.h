@@ -11,7 +11,7 @@
 //   * warp functions in lockstep over the 32 lanes of a warp (__shfl*_sync, __ballot_sync,
 //     __any_sync, __all_sync, __activemask, __syncwarp, __match_*_sync, __reduce_*_sync), with
 //     checks: reading a lane that has exited, waits elsewhere, or is outside the mask is reported;
-//   * atomics (the emulator runs one thread at a time, so each is a plain read-modify-write);
+//   * atomics (real atomic operations when several workers run the launch: cn::atomic_rmw);
 //   * CUDA math and intrinsics (sqrtf, __expf, rsqrtf, __popc, __float_as_int, ...), __half as
 //     the compiler's _Float16, printf and a device assert that reports instead of aborting.
 #ifndef CN_CUDA_H
@@ -34,7 +34,9 @@
 // Qualifiers and compiler identification
 // ---------------------------------------------------------------------------------------------
 
-#define __global__
+// A kernel is declared inline so that the compiler folds it into the launcher's per-thread loop
+// (its checked pointers then live in registers instead of being passed on the stack per thread).
+#define __global__ inline
 #define __device__
 #define __host__
 #define __constant__
@@ -150,7 +152,7 @@ namespace cuda {
 inline int sync_reduce(int pred, int op, int line, const char* file) {
   static int acc;
   cn::barrier(line, file);
-  if (g.cur && g.cur->lin == 0) acc = (op == 1) ? 1 : 0;
+  if (g.cur && linear_index(g.cur) == 0) acc = (op == 1) ? 1 : 0;
   cn::barrier(line, file);
   if (op == 0) acc += pred ? 1 : 0;
   else if (op == 1) acc = acc && pred;
@@ -228,6 +230,9 @@ struct UbReport {
   uint32_t group[3];
   char file[64];
   char detail[512];
+  int32_t lock;      // the workers of a parallel launch share this report
+  int32_t pad;
+  int64_t position;  // position in the group order of the reported case's group
 };
 enum UbKind { UB_INACTIVE = 1, UB_OTHER = 2 };
 inline UbReport* ub_report = nullptr;
@@ -235,9 +240,25 @@ inline int64_t ub_mode = 0;
 
 __attribute__((noinline, cold, format(printf, 5, 6))) inline void undefined(
     const Fiber* reader, int kind, int64_t reader_lane, int64_t source_lane, const char* fmt, ...) {
-  if (ub_mode == 0) g.abort = true;
+  if (ub_mode == 0) stop_launch();
   UbReport* r = ub_report;
-  if (!r || r->count++ != 0) return;
+  if (!r) return;
+  // The case a serial run meets first is reported (the earliest group in the order); with mode
+  // 0 the count is that of its group (a serial run stops after it), else of the whole launch.
+  while (__atomic_exchange_n(&r->lock, 1, __ATOMIC_ACQUIRE)) {
+  }
+  bool take = r->count == 0 || g.pos < r->position;
+  if (take) {
+    if (ub_mode == 0) r->count = 0;
+    r->position = g.pos;
+    ++r->count;
+  } else if (ub_mode != 0 || g.pos == r->position) {
+    ++r->count;
+  }
+  if (!take) {
+    __atomic_store_n(&r->lock, 0, __ATOMIC_RELEASE);
+    return;
+  }
   r->kind = kind;
   r->line = reader->line;
   r->reader = int32_t(reader_lane);
@@ -250,6 +271,7 @@ __attribute__((noinline, cold, format(printf, 5, 6))) inline void undefined(
   va_start(ap, fmt);
   std::vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
   va_end(ap);
+  __atomic_store_n(&r->lock, 0, __ATOMIC_RELEASE);
 }
 
 // Why lane `src` of the reader's warp takes no part in the call.
@@ -459,8 +481,9 @@ CN_WARP_REDUCE(__reduce_xor_sync, W_RED_XOR)
 #undef CN_WARP_REDUCE
 
 // ---------------------------------------------------------------------------------------------
-// Atomics: plain read-modify-writes (one thread runs at a time). Each takes a raw pointer (from
-// &a[i], bounds-checked by the subscript) or a checked pointer (a + i, checked here).
+// Atomics: read-modify-writes through cn::atomic_rmw (real atomics when other workers run the
+// same launch, plain otherwise). Each takes a raw pointer (from &a[i], bounds-checked by the
+// subscript) or a checked pointer (a + i, checked here).
 // ---------------------------------------------------------------------------------------------
 
 namespace cn {
@@ -474,10 +497,9 @@ template <class T> using arg_t = typename same<T>::type;
   template <class T>                                                                       \
   __attribute__((always_inline)) inline T NAME(T* p, cn::cuda::arg_t<T> val) {            \
     CN_RACE_ATOMIC;                                                                        \
-    T old = *p;                                                                            \
-    *p = (EXPR);                                                                           \
-    CN_RACE_SYNC(p, old, *p, true, LOCK);                                                  \
-    return old;                                                                            \
+    T prev = ::cn::atomic_rmw(p, [&](T old) { return T(EXPR); });                          \
+    CN_RACE_SYNC(p, prev, *p, true, LOCK);                                                 \
+    return prev;                                                                           \
   }                                                                                        \
   template <class T>                                                                       \
   inline T NAME(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); }         \
@@ -490,14 +512,14 @@ template <class T> using arg_t = typename same<T>::type;
   template <class T>                                                                       \
   inline T NAME##_system(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); }
 
-CN_ATOMIC(atomicAdd, T(old + val), false)
-CN_ATOMIC(atomicSub, T(old - val), false)
+CN_ATOMIC(atomicAdd, old + val, false)
+CN_ATOMIC(atomicSub, old - val, false)
 CN_ATOMIC(atomicExch, val, true)
 CN_ATOMIC(atomicMin, (val < old ? val : old), false)
 CN_ATOMIC(atomicMax, (old < val ? val : old), false)
-CN_ATOMIC(atomicAnd, T(old & val), false)
-CN_ATOMIC(atomicOr, T(old | val), false)
-CN_ATOMIC(atomicXor, T(old ^ val), false)
+CN_ATOMIC(atomicAnd, old & val, false)
+CN_ATOMIC(atomicOr, old | val, false)
+CN_ATOMIC(atomicXor, old ^ val, false)
 CN_ATOMIC(atomicInc, (old >= val ? T(0) : T(old + 1)), false)
 CN_ATOMIC(atomicDec, ((old == 0 || old > val) ? val : T(old - 1)), false)
 #undef CN_ATOMIC
@@ -506,10 +528,9 @@ template <class T>
 __attribute__((always_inline)) inline T atomicCAS(T* p, cn::cuda::arg_t<T> compare,
                                                  cn::cuda::arg_t<T> val) {
   CN_RACE_CAS;
-  T old = *p;
-  if (old == compare) *p = val;
-  CN_RACE_SYNC(p, old, *p, old == compare, true);
-  return old;
+  T prev = ::cn::atomic_cas(p, compare, val);
+  CN_RACE_SYNC(p, prev, *p, prev == compare, true);
+  return prev;
 }
 template <class T>
 inline T atomicCAS(cn::ptr<T> p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
@@ -877,32 +898,9 @@ template <class T, int64_t N, int ID> struct tarr_id<tarr<T, N, ID>> {
   static constexpr int value = ID;
 };
 
-// Adds `line` to the report when its first failure is this very access (same array, index and
-// thread): a failure made by an unwrapped access (`*(x + i)`) is left without a line.
-template <class A, class I>
-__attribute__((noinline, cold)) void record_site(const A* a, I i, int line, const char* file) {
-  Report* r = g.report;
-  if (!r || r->kind != ERR_OOB || r->line != 0) return;
-  using U = std::remove_cv_t<A>;
-  int64_t id, index;
-  if constexpr (is_ptr<U>::value) {
-    id = a->id;
-    index = int64_t(a->p - a->base) + int64_t(i);
-  } else if constexpr (is_tarr<U>::value) {
-    id = -1 - tarr_id<U>::value;
-    index = int64_t(i);
-  } else {
-    return;  // a raw pointer or array: nothing was checked
-  }
-  if (r->buffer != id || r->index != index) return;
-  if (const ThreadInfo* t = g.cur) {
-    for (int d = 0; d < 3; ++d)
-      if (r->thread[d] != t->tid[d] || r->group[d] != t->gid[d]) return;
-  }
-  r->line = line;
-  copy_file(r, file);
-}
-
+// A subscript with its site: the bounds check of a checked pointer or shared array passes the
+// line to the cold failure path (nothing is loaded per access to record it). Race-checking
+// builds name lines from code addresses instead.
 template <class A>
 struct sited {
   A* a;
@@ -910,14 +908,23 @@ struct sited {
   const char* file;
   template <class I>
   __attribute__((always_inline)) decltype(auto) operator[](I i) const {
-    decltype(auto) r = (*a)[i];
-    // Race-checking builds name lines from code addresses (and spare this load per access).
-    if (!CN_RACES && __builtin_expect(g.report->count != 0, 0)) record_site(a, i, line, file);
-    using R = std::remove_cv_t<std::remove_reference_t<decltype(r)>>;
-    if constexpr (is_tarr<R>::value) {
-      return sited<std::remove_reference_t<decltype(r)>>{&r, line, file};
+    using U = std::remove_cv_t<A>;
+    if constexpr (!CN_RACES && (is_ptr<U>::value || is_tarr<U>::value)) {
+      decltype(auto) r = a->at(i, line, file);
+      using R = std::remove_cv_t<std::remove_reference_t<decltype(r)>>;
+      if constexpr (is_tarr<R>::value) {
+        return sited<std::remove_reference_t<decltype(r)>>{&r, line, file};
+      } else {
+        return r;
+      }
     } else {
-      return r;
+      decltype(auto) r = (*a)[i];
+      using R = std::remove_cv_t<std::remove_reference_t<decltype(r)>>;
+      if constexpr (is_tarr<R>::value) {
+        return sited<std::remove_reference_t<decltype(r)>>{&r, line, file};
+      } else {
+        return r;
+      }
     }
   }
 };
@@ -946,11 +953,20 @@ struct PtrArg {
   }
 };
 
-// A value argument: its bytes, copied into the kernel's declared parameter type.
+// A value argument: its bytes, copied into the kernel's declared parameter type. Up to 64 bytes
+// are kept inside the argument itself, so that the launcher's per-thread loop reads them from its
+// own copy (which no store through a buffer pointer can change: the compiler keeps it in
+// registers) instead of from the caller's memory for every thread.
 struct ValArg {
+  static constexpr int64_t kInline = 64;
   const void* data;
   int64_t bytes;
   const char* name;
+  alignas(16) unsigned char inl[kInline] = {};
+  ValArg(const void* data_, int64_t bytes_, const char* name_)
+      : data(data_), bytes(bytes_), name(name_) {
+    if (bytes > 0 && bytes <= kInline) std::memcpy(inl, data, size_t(bytes));
+  }
   template <class T>
   __attribute__((always_inline)) operator T() const {
     static_assert(std::is_trivially_copyable<T>::value, "kernel parameters must be trivially copyable");
@@ -962,7 +978,11 @@ struct ValArg {
       return T{};
     }
     T v;
-    std::memcpy(&v, data, sizeof(T));
+    if constexpr (int64_t(sizeof(T)) <= kInline) {
+      std::memcpy(&v, inl, sizeof(T));
+    } else {
+      std::memcpy(&v, data, sizeof(T));
+    }
     return v;
   }
 };

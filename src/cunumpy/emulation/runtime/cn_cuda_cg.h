@@ -29,12 +29,12 @@ namespace cn_detail {
 
 enum Kind : int { K_BLOCK = 0, K_TILE = 1, K_COALESCED = 2, K_GRID = 3 };
 
-__attribute__((always_inline)) inline unsigned block_rank() { return ::cn::g.cur->lin; }
+__attribute__((always_inline)) inline unsigned block_rank() { return ::cn::linear_index(::cn::g.cur); }
 __attribute__((always_inline)) inline unsigned block_threads() {
   const ::cn::ThreadInfo* t = ::cn::g.cur;
   return t->dsize[0] * t->dsize[1] * t->dsize[2];
 }
-__attribute__((always_inline)) inline unsigned lane() { return ::cn::g.cur->lin & 31u; }
+__attribute__((always_inline)) inline unsigned lane() { return ::cn::linear_index(::cn::g.cur) & 31u; }
 
 // Lanes (bits of the warp) of the tile of `n` threads that holds the calling thread.
 __attribute__((always_inline)) inline unsigned tile_mask(unsigned n) {

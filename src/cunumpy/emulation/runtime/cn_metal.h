@@ -324,8 +324,9 @@ inline void simdgroup_barrier(mem_flags f = mem_flags::mem_none, CN_LANE_SITE) {
 #undef CN_LANE_SITE
 
 // ---------------------------------------------------------------------------------------------
-// Atomics. The emulator runs one thread at a time, so every operation is a plain
-// read-modify-write; atomic<T> has the size and alignment of T (atomic outputs alias the array).
+// Atomics, through cn::atomic_rmw / atomic_cas (real atomics when several workers run the launch,
+// plain read-modify-writes otherwise); atomic<T> has the size and alignment of T (atomic outputs
+// alias the array).
 // ---------------------------------------------------------------------------------------------
 
 // memory_order, atomic<T> and its aliases: cn_metal_flags.h.
@@ -341,10 +342,9 @@ inline void atomic_thread_fence(mem_flags f, memory_order,
                                                memory_order = memory_order_relaxed) {     \
     CN_RACE_ATOMIC;                                                                       \
     atomic<T>* p = const_cast<atomic<T>*>(o);                                             \
-    T old = p->v;                                                                         \
-    p->v = (EXPR);                                                                        \
-    CN_RACE_SYNC(o, old, p->v, true, LOCK);                                               \
-    return old;                                                                           \
+    T prev = ::cn::atomic_rmw(&p->v, [&](T old) { return T(EXPR); });                     \
+    CN_RACE_SYNC(o, prev, p->v, true, LOCK);                                              \
+    return prev;                                                                          \
   }                                                                                       \
   template <class T>                                                                      \
   inline T NAME(cn::ptr<atomic<T>> o, cn_arg<T> a, memory_order m = memory_order_relaxed) { \
@@ -365,7 +365,7 @@ template <class T>
 __attribute__((always_inline)) inline T atomic_load_explicit(const volatile atomic<T>* o,
                                                             memory_order = memory_order_relaxed) {
   CN_RACE_ATOMIC;
-  T v = const_cast<const atomic<T>*>(o)->v;
+  T v = ::cn::atomic_load(&const_cast<const atomic<T>*>(o)->v);
   CN_RACE_SYNC(o, v, v, false, false);
   return v;
 }
@@ -381,8 +381,10 @@ template <class T>
 __attribute__((always_inline)) inline void atomic_store_explicit(
     volatile atomic<T>* o, cn_arg<T> a, memory_order = memory_order_relaxed) {
   CN_RACE_ATOMIC;
-  T old = const_cast<atomic<T>*>(o)->v;
-  const_cast<atomic<T>*>(o)->v = a;
+#if CN_RACES
+  T old = const_cast<atomic<T>*>(o)->v;  // race-checking builds run serially
+#endif
+  ::cn::atomic_store(&const_cast<atomic<T>*>(o)->v, a);
   CN_RACE_SYNC(o, old, T(a), true, false);
 }
 template <class T>
@@ -397,14 +399,11 @@ inline bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* o, cn_arg<
                                                   memory_order = memory_order_relaxed) {
   CN_RACE_CAS;
   atomic<T>* p = const_cast<atomic<T>*>(o);
-  if (p->v == *expected) {
-    T old = p->v;
-    p->v = desired;
-    CN_RACE_SYNC(o, old, T(desired), true, true);
-    return true;
-  }
-  *expected = p->v;
-  CN_RACE_SYNC(o, T(*expected), T(*expected), false, true);
+  T want = *expected;
+  T old = ::cn::atomic_cas(&p->v, want, desired);
+  CN_RACE_SYNC(o, old, old == want ? T(desired) : old, old == want, true);
+  if (old == want) return true;
+  *expected = old;
   return false;
 }
 template <class T>

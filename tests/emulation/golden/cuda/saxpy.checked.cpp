@@ -17,8 +17,7 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   const ::cn::cuda::ValArg a1{d->buffers[1].data, d->buffers[1].extent, "a"};
   const ::cn::cuda::PtrArg a2{d->buffers[2].data, d->buffers[2].extent, 2};
   const ::cn::cuda::PtrArg a3{d->buffers[3].data, d->buffers[3].extent, 3};
-  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {
-    ::cn::g.cur = &t;
+  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
     CN_RACE_TRY saxpy(a0, a1, a2, a3); CN_RACE_CATCH
   };
   int rc = cn::run_grid<false, true>(d, 0, cn_fn);

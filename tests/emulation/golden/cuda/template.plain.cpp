@@ -20,8 +20,7 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   const ::cn::cuda::PtrArg a0{d->buffers[0].data, d->buffers[0].extent, 0};
   const ::cn::cuda::PtrArg a1{d->buffers[1].data, d->buffers[1].extent, 1};
   const ::cn::cuda::ValArg a2{d->buffers[2].data, d->buffers[2].extent, "n"};
-  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {
-    ::cn::g.cur = &t;
+  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
     CN_RACE_TRY scale_pow<double, 3>(a0, a1, a2); CN_RACE_CATCH
   };
   int rc = cn::run_grid<false, false>(d, 0, cn_fn);

@@ -18,9 +18,9 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   if (d->abi != CN_ABI_VERSION || d->nbuffers != 2) return -2;
   const float* b0 = static_cast<const float*>(d->buffers[0].data);
   float* __restrict__ b1 = static_cast<float*>(d->buffers[1].data);
-  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {
+  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
     CN_RACE_TRY custom_kernel_simd_and_local_pointer(b0, b1, cn::msl::thread_position_in_grid(t)); CN_RACE_CATCH
   };
   (void)cn_fn;
-  return cn::run_grid<true, false>(d, 0, cn_fn);
+  return cn::run_grid<true, false, false>(d, 0, cn_fn);
 }

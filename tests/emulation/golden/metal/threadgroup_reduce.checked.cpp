@@ -25,9 +25,9 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   if (d->abi != CN_ABI_VERSION || d->nbuffers != 2) return -2;
   auto b0 = cn::make_ptr<const float>(d, 0);
   auto b1 = cn::make_ptr<float>(d, 1);
-  auto cn_fn = [&](const cn::ThreadInfo& t) CN_NOTSAN {
+  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
     CN_RACE_TRY custom_kernel_threadgroup_reduce(b0, b1, cn::msl::thread_position_in_grid(t), cn::msl::thread_position_in_threadgroup(t), cn::msl::threadgroup_position_in_grid(t)); CN_RACE_CATCH
   };
   (void)cn_fn;
-  return cn::run_grid<true, true>(d, 1, cn_fn);
+  return cn::run_grid<true, true, true>(d, 1, cn_fn);
 }

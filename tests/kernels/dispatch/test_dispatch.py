@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 import pytest
+
+import cunumpy as xp
 from _dispatch_ports import (
     DeviceEngine,
     FakeCuda,
@@ -19,8 +21,6 @@ from _dispatch_ports import (
     Param,
     saxpy_ports,
 )
-
-import cunumpy as xp
 from cunumpy.kernels import (
     Kernel,
     MissingPortError,

@@ -6,9 +6,9 @@ import re
 
 import numpy as np
 import pytest
-from _dispatch_ports import FakeCuda, HostEngine, Param
 
 import cunumpy as xp
+from _dispatch_ports import FakeCuda, HostEngine, Param
 from cunumpy.kernels import CudaKernel, Kernel, MetalKernel, metal_available
 from cunumpy.testing import DEFAULT_TOLERANCES, assert_kernels_agree, tolerance_for
 

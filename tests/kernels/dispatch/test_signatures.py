@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _dispatch_ports import FakeCuda, FakeMetal, Param
 
+from _dispatch_ports import FakeCuda, FakeMetal, Param
 from cunumpy.kernels import CudaKernel, Kernel, MetalKernel, SignatureMismatchError
 
 SAXPY_CU = r"""

@@ -1,0 +1,44 @@
+#include "cn_cuda.h"
+#line 1 "apply.cu"
+
+// scopes: a namespace, an extern "C" block, a struct, an enum, namespace-scope __constant__
+// and __device__ data, and names the host headers declare (gamma, index) declared by the kernel
+namespace coeffs {
+__constant__ float gamma[4];
+struct Pair { float a; float b; };
+enum Mode { ADD = 0, MUL = 1 };
+}
+__device__ int cn_user_index[2]; static ::cn::race::DeviceVar cn_device_var_0(&cn_user_index, sizeof(cn_user_index), sizeof(::cn::race::element_of<decltype(cn_user_index)>), "cn_user_index");
+static const int table[3] = {1, 2, 3};
+extern "C++" {
+__device__ float combine(const float* p, int i, coeffs::Pair q) { return p[i] * q.a + q.b; }
+__global__ void apply(int n, const float* x, float* y) {
+    auto& tile = ::cn::tg_alloc<float[32]>(0);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    coeffs::Pair q = {coeffs::gamma[i & 3], (float)table[i % 3]};
+    tile[threadIdx.x] = i < n ? combine(x, i, q) : 0.0f;
+    __syncthreads();
+    if (i < n) {
+        const float* row = &tile[0];
+        y[i] = row[threadIdx.x] + cn_user_index[i & 1];
+    }
+}
+}
+
+#line 1 "cn-launch"
+CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
+  if (d->abi != CN_ABI_VERSION || d->nbuffers != 4) return -2;
+  const long long* cn_meta = static_cast<const long long*>(d->buffers[3].data);
+  ::cn::cuda::dynamic_shared_bytes = cn_meta[0];
+  ::cn::cuda::ub_mode = d->buffers[3].extent >= 24 ? cn_meta[1] : 0;
+  ::cn::cuda::ub_report = d->buffers[3].extent >= 24 ? reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;
+  const ::cn::cuda::ValArg a0{d->buffers[0].data, d->buffers[0].extent, "n"};
+  const ::cn::cuda::PtrArg a1{d->buffers[1].data, d->buffers[1].extent, 1};
+  const ::cn::cuda::PtrArg a2{d->buffers[2].data, d->buffers[2].extent, 2};
+  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
+    CN_RACE_TRY apply(a0, a1, a2); CN_RACE_CATCH
+  };
+  int rc = cn::run_grid<true, false>(d, 1, cn_fn);
+  std::fflush(stdout);
+  return rc;
+}
