@@ -134,6 +134,8 @@ def bench_elementwise(results: dict, n: int, reps: int) -> None:
     out = np.empty(n, np.float32)
     expect = x + v * np.float32(dt)
     cuda = CudaKernel(CUDA_PUSH, "push", engine="emulator", outputs=["out"])
+    # The same kernel without outputs=: no poisoning and no unwritten-element check.
+    cuda_inout = CudaKernel(CUDA_PUSH, "push", engine="emulator")
     metal_on = MetalKernel(METAL_PUSH, ["x", "v", "dt"], ["out"])
     metal_off = MetalKernel(METAL_PUSH, ["x", "v", "dt"], ["out"],
                             emulator_options=EmulatorOptions(checks=False))
@@ -161,6 +163,8 @@ def bench_elementwise(results: dict, n: int, reps: int) -> None:
                 f"metal_nochecks{suffix}": lambda t=threads: (_set_threads(t),
                                                               metal_call(metal_off)),
             })
+        rows["cuda_checks_no_outputs_decl"] = lambda: (
+            _set_threads(None), _set_checks(True), cuda_inout(x, v, ndt, out, nn, n_threads=n))
         rows["native_O2"] = lambda: fn(*args)
         rows["numpy"] = lambda: np.add(x, v * np.float32(dt), out=ref)
         for f in rows.values():  # compile and warm every row first
