@@ -377,6 +377,29 @@ def test_metal_emulator_uses_host_arrays_in_place(monkeypatch):
     assert seen[-1][1][0] is not xs
 
 
+
+VEC4 = """
+uint i = thread_position_in_grid.x;
+float4 q = *(const device float4*)(x + 4 * i);
+*(device float4*)(out + 4 * i) = q * 2.0f;
+"""
+
+
+def test_metal_emulator_copies_misaligned_host_arrays():
+    # A view 4 bytes into a buffer (like NumPy views of MLX arrays on the CPU, 8-byte aligned)
+    # must not be used in place: the kernel casts it to float4, which is 16-byte aligned.
+    k = MetalKernel(VEC4, ["x"], ["out"])
+    base = np.zeros(4 * 64 + 1, np.float32)
+    x = base[1:]
+    x[:] = np.arange(4 * 64, dtype=np.float32)
+    obase = np.zeros(4 * 64 + 1, np.float32)
+    out = obase[1:]
+    assert x.ctypes.data % 16 and out.ctypes.data % 16
+    k(x, out=out, n_threads=64, threadgroup=32, engine="emulator")
+    np.testing.assert_array_equal(out, x * 2)
+    np.testing.assert_array_equal(base[1:], np.arange(4 * 64, dtype=np.float32))  # unchanged
+
+
 def test_progress_setting(monkeypatch):
     monkeypatch.setenv("CUNUMPY_EMULATOR_PROGRESS", "on")
     assert config.emulator_progress() is True

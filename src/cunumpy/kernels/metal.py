@@ -14,7 +14,7 @@ from cunumpy import profiling
 from cunumpy._engines._base import Program
 from cunumpy._engines._metal import MetalLaunch, metal_program
 from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_signature
-from cunumpy.kernels._metal_checks import _check_threadgroup, fills_in_place
+from cunumpy.kernels._metal_checks import _check_threadgroup, borrowable, fills_in_place
 from cunumpy.kernels._metal_dtypes import is_bfloat16, msl_dtype, supported_dtypes
 from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine, warn_auto_fallback
 
@@ -630,13 +630,13 @@ class MetalKernel:
         contiguous = self.ensure_row_contiguous
         recording = profiling._active
         # The emulator's device memory is the host's: arrays already in the layout and dtype the
-        # kernel reads are used in place (the transfer is still recorded, as the GPU makes it).
+        # kernel reads (and aligned) are used in place (the transfer is still recorded).
         resident = getattr(eng, "host_resident", False)
         for i, (a, dtype, is_dev) in enumerate(bound):
             if is_dev:
                 device_inputs.append(eng.contiguous(a) if contiguous else a)
                 continue
-            if resident and a.dtype == dtype and a.flags.c_contiguous:
+            if resident and borrowable(a, dtype):
                 dev = eng.borrow(a)
             else:
                 dev = eng.to_device(a, dtype, contiguous)
