@@ -69,15 +69,20 @@ def pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
 LaunchFn = Callable[[int], int]
 
 
+def _failures_upto(cdll: ctypes.CDLL) -> Callable[[int], int]:
+    """The library's ``cn_failures_upto`` (failures its worker saw up to a group position)."""
+    upto = cdll.cn_failures_upto
+    upto.argtypes = [ctypes.c_int64]
+    upto.restype = ctypes.c_int64
+    return upto
+
+
 def _load(path: str) -> tuple[LaunchFn, Callable[[int], int]]:
     cdll = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
     fn = cdll.cn_launch
     fn.argtypes = [ctypes.c_void_p]
     fn.restype = ctypes.c_int
-    upto = cdll.cn_failures_upto
-    upto.argtypes = [ctypes.c_int64]
-    upto.restype = ctypes.c_int64
-    return fn, upto
+    return fn, _failures_upto(cdll)
 
 
 def instances(lib: Library, n: int) -> list[tuple[LaunchFn, Callable[[int], int]]]:
@@ -85,10 +90,7 @@ def instances(lib: Library, n: int) -> list[tuple[LaunchFn, Callable[[int], int]
     copy cannot be written next to the library. Call with ``lib.lock`` held."""
     copies: list = lib.__dict__.setdefault("copies", [])
     if not copies:
-        upto = lib.cdll.cn_failures_upto
-        upto.argtypes = [ctypes.c_int64]
-        upto.restype = ctypes.c_int64
-        copies.append((lib.launch, upto))
+        copies.append((lib.launch, _failures_upto(lib.cdll)))
     while len(copies) < n:
         k = len(copies)
         dst = lib.path.with_name(f"{lib.path.stem}.w{k}{lib.path.suffix}")
