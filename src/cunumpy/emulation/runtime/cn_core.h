@@ -55,8 +55,8 @@
 // Race-checking builds (cn_race.h) are compiled with -fsanitize=thread: every load and store of
 // an instrumented function calls the emulator. CN_NOTSAN keeps the runtime's own functions out of
 // that; CN_BUILTIN marks small accessors of runtime state that kernels call for every thread
-// (threadIdx, thread attributes, launch arguments): inlined normally, called uninstrumented in
-// race-checking builds.
+// (threadIdx, thread attributes, launch arguments): inlined, their loads hidden from the
+// instrumentation in race-checking builds (quiet_load).
 #if defined(__SANITIZE_THREAD__)
 #define CN_RACES 1
 #elif defined(__has_feature)
@@ -68,14 +68,57 @@
 #define CN_RACES 0
 #endif
 #define CN_NOTSAN __attribute__((no_sanitize_thread))
-#if CN_RACES
-#define CN_BUILTIN __attribute__((noinline, no_sanitize_thread))
-#else
 #define CN_BUILTIN __attribute__((always_inline))
-#endif
 // The per-thread functor of a generated launcher: folded into the grid walk's loop.
+#if CN_RACES
+#define CN_THREAD_FN __attribute__((always_inline))
+#else
 #define CN_THREAD_FN CN_NOTSAN __attribute__((always_inline))
+#endif
 #define CN_ABI_VERSION 3
+
+// The emulator's own loads and stores made from instrumented code (the grid walk, the builtins)
+// in race-checking builds: as inline assembly, which the instrumentation does not see, so that
+// they cost nothing more than a plain access (elsewhere, and on other processors, plain ones).
+#if CN_RACES && (defined(__x86_64__) || defined(__aarch64__))
+#define CN_QUIET_ASM 1
+#else
+#define CN_QUIET_ASM 0
+#endif
+template <class T>
+CN_NOTSAN __attribute__((always_inline)) inline T quiet_load(const T* p) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "quiet_load: 4 or 8 bytes");
+#if CN_QUIET_ASM && defined(__x86_64__)
+  T v;
+  asm("mov %1, %0" : "=r"(v) : "m"(*p));
+  return v;
+#elif CN_QUIET_ASM
+  T v;
+  if constexpr (sizeof(T) == 4) {
+    asm("ldr %w0, [%1]" : "=r"(v) : "r"(p), "m"(*p));
+  } else {
+    asm("ldr %x0, [%1]" : "=r"(v) : "r"(p), "m"(*p));
+  }
+  return v;
+#else
+  return *p;
+#endif
+}
+template <class T>
+CN_NOTSAN __attribute__((always_inline)) inline void quiet_store(T* p, T v) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "quiet_store: 4 or 8 bytes");
+#if CN_QUIET_ASM && defined(__x86_64__)
+  asm("mov %1, %0" : "=m"(*p) : "r"(v));
+#elif CN_QUIET_ASM
+  if constexpr (sizeof(T) == 4) {
+    asm("str %w1, [%2]" : "=m"(*p) : "r"(v), "r"(p));
+  } else {
+    asm("str %x1, [%2]" : "=m"(*p) : "r"(v), "r"(p));
+  }
+#else
+  *p = v;
+#endif
+}
 
 namespace cn {
 
@@ -1180,6 +1223,54 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// The threads of one group as a plain loop (no fibers, no shuffled order). The thread the
+// builtins and failure reports read (g.cur) is one ThreadInfo updated in place: only its position
+// in the group, one store per thread (nothing reads its grid position, and its linear index is
+// computed where needed: cn::linear_index). The kernel gets a local copy that never escapes, so
+// that the compiler keeps it in registers (stores through buffer pointers cannot touch it), and
+// its captured arguments likewise (a local copy of the functor). In race-checking builds this
+// loop is instrumented like the kernel (CN_WALK), so that the kernel is folded into it rather than
+// called once per thread (a sanitized function is not inlined into an unsanitized one): the
+// loop's own loads and stores, of untracked memory, cost a quick address test each.
+#if CN_RACES
+#define CN_WALK __attribute__((noinline))
+#else
+#define CN_WALK CN_NOTSAN __attribute__((always_inline))
+#endif
+template <bool Current, class F>
+CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel) {
+  ThreadInfo* cur = &t;
+  quiet_store(&g.cur, static_cast<const ThreadInfo*>(cur));
+  ThreadInfo u = t;
+  auto k = kernel;
+  uint32_t i = 0;
+  const uint32_t nx = u.gsize[0], ny = u.gsize[1], nz = u.gsize[2];
+  const uint32_t b0 = base[0], b1 = base[1], b2 = base[2];
+  for (uint32_t z = 0; z < nz; ++z) {
+    u.tid[2] = z;
+    u.pos[2] = b2 + z;
+    if (Current) quiet_store(&cur->tid[2], z);
+    for (uint32_t y = 0; y < ny; ++y) {
+      u.tid[1] = y;
+      u.pos[1] = b1 + y;
+      if (Current) quiet_store(&cur->tid[1], y);
+      for (uint32_t x = 0; x < nx; ++x, ++i) {
+        u.tid[0] = x;
+        u.pos[0] = b0 + x;
+        u.lin = i;
+        if (Current) {
+          quiet_store(&cur->tid[0], x);
+          if (CN_RACES) quiet_store(&cur->lin, i);  // the race checker reads it; others: linear_index()
+        }
+        k(static_cast<const ThreadInfo&>(u));
+#if CN_RACES
+        if (quiet_load(&race::st.npending)) race::flush_pending();
+#endif
+      }
+    }
+  }
+}
+
 // Runs `kernel(ThreadInfo)` for every thread of the descriptor's share of the grid. `Fibers`:
 // threads of a group run as fibers (the kernel synchronises); otherwise as a plain loop.
 // `Checks`: the kernel is a checked build. `Current`: keep g.cur's thread position up to date for
@@ -1281,41 +1372,7 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
         }
       }
     } else {
-      // The thread the builtins and failure reports read (g.cur) is one ThreadInfo updated in
-      // place: only its position in the group, one store per thread (nothing reads its grid
-      // position, and its linear index is computed where needed: cn::linear_index). The kernel
-      // gets a local copy that never escapes, so that the compiler keeps it in registers (stores
-      // through buffer pointers cannot touch it), and its captured arguments likewise (a local
-      // copy of the functor).
-      ThreadInfo* cur = &t;
-      g.cur = cur;
-      ThreadInfo u = t;
-      auto k = kernel;
-      uint32_t i = 0;
-      uint32_t nx = u.gsize[0], ny = u.gsize[1], nz = u.gsize[2];
-      for (uint32_t z = 0; z < nz; ++z) {
-        u.tid[2] = z;
-        u.pos[2] = base[2] + z;
-        if (Current) cur->tid[2] = z;
-        for (uint32_t y = 0; y < ny; ++y) {
-          u.tid[1] = y;
-          u.pos[1] = base[1] + y;
-          if (Current) cur->tid[1] = y;
-          for (uint32_t x = 0; x < nx; ++x, ++i) {
-            u.tid[0] = x;
-            u.pos[0] = base[0] + x;
-            u.lin = i;
-            if (Current) {
-              cur->tid[0] = x;
-              if (CN_RACES) cur->lin = i;  // the race checker reads it; others: linear_index()
-            }
-            k(static_cast<const ThreadInfo&>(u));
-#if CN_RACES
-            if (race::st.npending) race::flush_pending();
-#endif
-          }
-        }
-      }
+      walk_group<Current>(t, base, kernel);
     }
     if (__builtin_expect(d->report->count != failures, 0)) log_failures(q, d->report->count);
   };

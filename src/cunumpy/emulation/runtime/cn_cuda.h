@@ -111,20 +111,20 @@ namespace cn {
 namespace cuda {
 
 CN_BUILTIN inline uint3 thread_idx() {
-  const ThreadInfo* t = g.cur;
-  return uint3{t->tid[0], t->tid[1], t->tid[2]};
+  const ThreadInfo* t = quiet_load(&g.cur);
+  return uint3{quiet_load(&t->tid[0]), quiet_load(&t->tid[1]), quiet_load(&t->tid[2])};
 }
 CN_BUILTIN inline uint3 block_idx() {
-  const ThreadInfo* t = g.cur;
-  return uint3{t->gid[0], t->gid[1], t->gid[2]};
+  const ThreadInfo* t = quiet_load(&g.cur);
+  return uint3{quiet_load(&t->gid[0]), quiet_load(&t->gid[1]), quiet_load(&t->gid[2])};
 }
 CN_BUILTIN inline dim3 block_dim() {
-  const ThreadInfo* t = g.cur;
-  return dim3(t->dsize[0], t->dsize[1], t->dsize[2]);
+  const ThreadInfo* t = quiet_load(&g.cur);
+  return dim3(quiet_load(&t->dsize[0]), quiet_load(&t->dsize[1]), quiet_load(&t->dsize[2]));
 }
 CN_BUILTIN inline dim3 grid_dim() {
-  const ThreadInfo* t = g.cur;
-  return dim3(t->ngroups[0], t->ngroups[1], t->ngroups[2]);
+  const ThreadInfo* t = quiet_load(&g.cur);
+  return dim3(quiet_load(&t->ngroups[0]), quiet_load(&t->ngroups[1]), quiet_load(&t->ngroups[2]));
 }
 
 }  // namespace cuda
