@@ -68,9 +68,22 @@ CN_NOTSAN __attribute__((always_inline)) inline uint16_t byte_mask(uint32_t lo, 
   return uint16_t((((1u << (hi - lo)) - 1u) << lo) << 12);
 }
 
+// The records of one granule, and which thread they belong to: `owner` is 1 + the linear number
+// of the only thread with live records in the launch numbered `owner_gen` (shared memory: the
+// only thread of the running group), 0 when two threads have some. When the running thread owns
+// the granule (or it is untouched in this launch) no conflict is possible: the access only
+// records itself (the fast path of access()).
 struct Entry {
+  uint32_t owner = 0;
+  uint32_t owner_gen = 0;
   Rec w, r1, r2;
 };
+static_assert(sizeof(Entry) == 44, "Entry: 44 bytes of shadow per granule");
+
+// Entry::owner and Entry::owner_gen as one word.
+CN_NOTSAN __attribute__((always_inline)) inline uint64_t owner_key(uint32_t thread, uint32_t gen) {
+  return uint64_t(thread) | (uint64_t(gen) << 32);
+}
 
 struct Region {
   uintptr_t lo = 0, hi = 0;
@@ -135,7 +148,12 @@ struct DeviceVar {
 };
 
 struct State {
-  // What every access reads first, in one cache line.
+  // What every access reads first, in one cache line: the region of the last tracked access
+  // (copied, so that the address test loads no pointer first), untracked ranges.
+  uintptr_t hot_lo = 0, hot_len = 0;  // its bytes [hot_lo, hot_lo + hot_len); 0: none
+  Entry* hot_shadow = nullptr;
+  uint8_t hot_shift = 0;
+  uint8_t hot_shared = 0;
   Region* last = &no_region;  // the region of the last tracked access
   Gap gaps[8] = {};           // untracked address ranges, by 4 KiB page % 8 of an access in them
   int nregions = 0;           // buffers first, then shared slots
@@ -169,6 +187,7 @@ struct State {
   // thread of the group: the lock held and how many times.
   uintptr_t* lock_at = nullptr;
   uint32_t* lock_depth = nullptr;
+  bool thread_marks = false;  // fenced, acquired or lock_at set for a thread since the last clear
   // Spin-wait guard: atomics of the running thread on one address that keep seeing one value.
   uintptr_t spin_at = 0;
   uint64_t spin_old = 0;
@@ -187,6 +206,17 @@ inline State st;
 
 CN_NOTSAN inline void clear_misses() {
   for (Gap& m : st.gaps) m = Gap{};
+}
+
+// The region that the next access tests first.
+CN_NOTSAN inline void set_last(Region* r) {
+  State& s = st;
+  s.last = r;
+  s.hot_lo = r->lo;
+  s.hot_len = r->hi - r->lo;
+  s.hot_shadow = r->shadow;
+  s.hot_shift = r->shift;
+  s.hot_shared = r->shared;
 }
 
 struct AtomicScope {
@@ -248,7 +278,7 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
   State& s = st;
   s.on = CN_RACES && (d->flags & LAUNCH_RACES) != 0;
   s.nregions = s.nbuffers = 0;
-  s.last = &no_region;
+  set_last(&no_region);
   clear_misses();
   s.npending = 0;
   s.atomic_depth = 0;
@@ -316,7 +346,7 @@ CN_NOTSAN inline void end_launch() {
   if (s.released) munmap(s.released, size_t(s.ngroups) * 2);
   s.released = nullptr;
   s.nregions = s.nbuffers = 0;
-  s.last = &no_region;
+  set_last(&no_region);
   clear_misses();
   s.on = false;
 }
@@ -332,14 +362,18 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   s.width = width < kMaxWidth ? width : kMaxWidth;
   s.ep_tg = s.ep_dev = 0;
   s.nregions = s.nbuffers;  // shared slots register again as they are allocated
-  s.last = &no_region;
+  set_last(&no_region);
   clear_misses();
-  std::memset(s.fenced, 0, nthreads);
-  std::memset(s.lock_at, 0, nthreads * sizeof(uintptr_t));
-  std::memset(s.lock_depth, 0, nthreads * sizeof(uint32_t));
+  if (s.thread_marks) {  // cleared (every slot) only after a group that set some
+    const size_t cap = s.thread_cap;
+    std::memset(s.fenced, 0, cap);
+    std::memset(s.lock_at, 0, cap * sizeof(uintptr_t));
+    std::memset(s.lock_depth, 0, cap * sizeof(uint32_t));
+    std::memset(s.acquired, 0, cap);
+    s.thread_marks = false;
+  }
   s.held = 0;
   s.spin_count = 0;
-  std::memset(s.acquired, 0, nthreads);
   s.lanes = fibers;
   if (!fibers) return;
   uint32_t need = nthreads * s.width;
@@ -419,6 +453,7 @@ CN_NOTSAN inline void fence() {
   State& s = st;
   if (!s.on || !g.cur) return;
   s.fenced[g.cur->lin] = 1;
+  s.thread_marks = true;
 }
 
 // Thrown out of a thread that spins on an atomic nothing changes (caught by the launch glue).
@@ -475,6 +510,7 @@ CN_NOTSAN inline void sync_op(const volatile void* p, uint64_t old, uint64_t now
   uint32_t& depth = s.lock_depth[t->lin];
   if (lock_like && old == 0 && now != 0 && (depth == 0 || s.lock_at[t->lin] == at)) {
     s.lock_at[t->lin] = at;
+    s.thread_marks = true;
     ++depth;
     ++s.held;
   } else if (now == 0 && depth && s.lock_at[t->lin] == at) {
@@ -580,6 +616,21 @@ CN_NOTSAN __attribute__((always_inline)) inline bool conflicts(const Rec& q, boo
   return !ordered(q, shared, epoch, t);
 }
 
+// The thread of every live record of `e` (for shared memory, of the running group), or 0 when
+// they are of two threads.
+CN_NOTSAN inline uint32_t sole_owner(const Entry& e, bool shared) {
+  const State& s = st;
+  uint32_t who = 0;
+  const Rec* recs[3] = {&e.w, &e.r1, &e.r2};
+  for (const Rec* q : recs) {
+    if (!live(*q)) continue;
+    if (shared && q->thread - 1 - s.gfirst >= s.dsz) continue;  // another group's instance
+    if (who && q->thread != who) return 0;
+    who = q->thread;
+  }
+  return who;
+}
+
 // The running thread's access of `size` bytes at `a` in region `r`, from code address `ret`.
 __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a, uint32_t size,
                                                           bool write, void* ret) {
@@ -612,6 +663,7 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
       s.fenced[t->lin] = 0;
     }
     s.acquired[t->lin] = 1;
+    s.thread_marks = true;
   }
   uintptr_t off = a - r->lo;
   uintptr_t end = off + (size ? size : 1);
@@ -668,6 +720,8 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
         e.r2 = me;
       }
     }
+    e.owner = sole_owner(e, shared);
+    e.owner_gen = s.gen;
   }
 #undef CN_CONFLICTS
 }
@@ -681,7 +735,7 @@ CN_NOTSAN __attribute__((noinline)) inline Region* find_other(uintptr_t a) {
   for (int k = 0; k < s.nregions; ++k) {
     Region& q = s.regions[k];
     if (a - q.lo < q.hi - q.lo) {
-      s.last = &q;
+      set_last(&q);
       return &q;
     }
     if (q.hi <= a && q.hi > lo) lo = q.hi;
@@ -691,40 +745,46 @@ CN_NOTSAN __attribute__((noinline)) inline Region* find_other(uintptr_t a) {
   return nullptr;
 }
 
-// Every instrumented access: a quick test of the address, then, for tracked memory, a fast path
-// for the common case of an element no other thread has touched in this launch (or only this
-// thread), which needs no ordering test; the rest in access_in.
+// Every instrumented access: a quick test of the address against the region of the last tracked
+// access (its bounds and shadow copied into State: no pointer to load first) and the untracked
+// ranges; then, for tracked memory, a fast path for the common case of a granule that no other
+// thread has touched in this launch (or only this thread), outside atomics and locks, which
+// needs no ordering test; the rest in access_in.
 CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint32_t size,
                                                            bool write, void* ret) {
   State& s = st;
-  uintptr_t a = uintptr_t(p);
-  Region* r = s.last;
-  if (__builtin_expect(a - r->lo >= r->hi - r->lo, 1)) {
+  const uintptr_t a = uintptr_t(p);
+  uintptr_t off = a - s.hot_lo;
+  if (off >= s.hot_len) {
     const Gap& gap = s.gaps[(a >> 12) & 7];
     if (a - gap.lo < gap.hi - gap.lo) return;
-    r = find_other(a);
-    if (!r) return;
+    if (!find_other(a)) return;
+    off = a - s.hot_lo;
   }
   const ThreadInfo* t = g.cur;
-  const uintptr_t off = a - r->lo;
   const uint32_t n = size ? size : 1;
-  if (__builtin_expect(t != nullptr && (s.atomic_depth | int(s.held)) == 0 && ((off ^ (off + n - 1)) >> r->shift) == 0 &&
-                       off + n <= r->hi - r->lo, 1)) {
-    Entry& e = r->shadow[off >> r->shift];
+  const uint32_t shift = s.hot_shift;
+  if (__builtin_expect(t != nullptr && (s.atomic_depth | int(s.held)) == 0 &&
+                           ((off ^ (off + n - 1)) >> shift) == 0 && off + n <= s.hot_len,
+                       1)) {
+    Entry& e = s.hot_shadow[off >> shift];
     const uint32_t th = s.gfirst + t->lin + 1;
     const uint32_t gen = s.gen;
-#define CN_QUIET(Q) ((Q).thread == th || ((Q).pc >> 24) != gen)
-    if (write ? (CN_QUIET(e.w) && CN_QUIET(e.r1) && CN_QUIET(e.r2)) : (CN_QUIET(e.w) && CN_QUIET(e.r1))) {
+    uint64_t owner;
+    __builtin_memcpy(&owner, &e.owner, sizeof(owner));
+    const uint64_t key = owner_key(th, gen);
+    if (owner == key || (owner >> 32) != gen) {
       Rec me;
       me.thread = th;
-      me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) | (gen << 24) | locked_bit(t);
-      me.epoch = r->shared ? s.ep_tg : s.ep_dev;
+      // No lock is held (s.held is 0): no kLockedBit.
+      me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) | (gen << 24);
+      me.epoch = s.hot_shared ? s.ep_tg : s.ep_dev;
       uint32_t clock = 0;
       if (s.lanes) {
         uint32_t own = s.vc[t->lin * s.width + t->lin % s.width] - s.clk_base;
         clock = own < kClockMax ? own : kClockMax;
       }
-      const uint32_t in = uint32_t(off & ((uintptr_t(1) << r->shift) - 1));
+      const uint32_t in = uint32_t(off & ((uintptr_t(1) << shift) - 1));
       me.clock = uint16_t(clock | byte_mask(in, in + n));
       if (write) {
         e.w = me;
@@ -733,11 +793,11 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
       } else {
         e.r1 = me;
       }
+      __builtin_memcpy(&e.owner, &key, sizeof(key));
       return;
     }
-#undef CN_QUIET
   }
-  access_in(r, a, size, write, ret);
+  access_in(s.last, a, size, write, ret);
 }
 
 }  // namespace race
