@@ -745,28 +745,24 @@ CN_NOTSAN __attribute__((noinline)) inline Region* find_other(uintptr_t a) {
   return nullptr;
 }
 
-// Every instrumented access: a quick test of the address against the region of the last tracked
-// access (its bounds and shadow copied into State: no pointer to load first) and the untracked
-// ranges; then, for tracked memory, a fast path for the common case of a granule that no other
-// thread has touched in this launch (or only this thread), outside atomics and locks, which
-// needs no ordering test; the rest in access_in.
-CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint32_t size,
-                                                           bool write, void* ret) {
+// A tracked access (`a` in the hot region: the region of the last tracked access, its bounds and
+// shadow copied into State): a fast path for the common case of a granule that no other thread
+// has touched in this launch (or only this thread), outside atomics and locks, which needs no
+// ordering test; the rest in access_in.
+CN_NOTSAN inline void access_hot_lanes(uintptr_t a, uint32_t size, bool write, void* ret);
+
+template <bool Lanes>
+CN_NOTSAN __attribute__((always_inline)) inline void access_hot(uintptr_t a, uint32_t size,
+                                                               bool write, void* ret) {
   State& s = st;
-  const uintptr_t a = uintptr_t(p);
-  uintptr_t off = a - s.hot_lo;
-  if (off >= s.hot_len) {
-    const Gap& gap = s.gaps[(a >> 12) & 7];
-    if (a - gap.lo < gap.hi - gap.lo) return;
-    if (!find_other(a)) return;
-    off = a - s.hot_lo;
-  }
+  const uintptr_t off = a - s.hot_lo;
   const ThreadInfo* t = g.cur;
   const uint32_t n = size ? size : 1;
   const uint32_t shift = s.hot_shift;
   if (__builtin_expect(t != nullptr && (s.atomic_depth | int(s.held)) == 0 &&
                            ((off ^ (off + n - 1)) >> shift) == 0 && off + n <= s.hot_len,
                        1)) {
+    if (!Lanes && s.lanes) return access_hot_lanes(a, size, write, ret);
     Entry& e = s.hot_shadow[off >> shift];
     const uint32_t th = s.gfirst + t->lin + 1;
     const uint32_t gen = s.gen;
@@ -780,12 +776,14 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
       me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) | (gen << 24);
       me.epoch = s.hot_shared ? s.ep_tg : s.ep_dev;
       uint32_t clock = 0;
-      if (s.lanes) {
+      if (Lanes) {
         uint32_t own = s.vc[t->lin * s.width + t->lin % s.width] - s.clk_base;
         clock = own < kClockMax ? own : kClockMax;
       }
       const uint32_t in = uint32_t(off & ((uintptr_t(1) << shift) - 1));
-      me.clock = uint16_t(clock | byte_mask(in, in + n));
+      // A whole granule (the common case) touches its bytes 0 to n - 1.
+      const uint16_t bytes = n == (1u << shift) ? byte_mask(0, n) : byte_mask(in, in + n);
+      me.clock = uint16_t(clock | bytes);
       if (write) {
         e.w = me;
         e.r1 = Rec{};
@@ -798,6 +796,60 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
     }
   }
   access_in(s.last, a, size, write, ret);
+}
+
+// The tracked path apart from the address tests, so that an untracked access returns without
+// saving a register: one copy per access size and kind (the hooks), one for any (the rest), one
+// for lane clocks (fibers).
+template <uint32_t N, bool W>
+CN_NOTSAN __attribute__((noinline)) void access_hot_n(uintptr_t a, void* ret) {
+  access_hot<false>(a, N, W, ret);
+}
+CN_NOTSAN __attribute__((noinline)) inline void access_hot_any(uintptr_t a, uint32_t size,
+                                                              bool write, void* ret) {
+  access_hot<false>(a, size, write, ret);
+}
+CN_NOTSAN __attribute__((noinline)) inline void access_hot_lanes(uintptr_t a, uint32_t size,
+                                                                bool write, void* ret) {
+  access_hot<true>(a, size, write, ret);
+}
+
+// An access outside the hot region and outside the untracked ranges remembered: another region,
+// or untracked memory not seen yet.
+template <uint32_t N, bool W>
+CN_NOTSAN __attribute__((noinline)) void access_miss_n(uintptr_t a, void* ret) {
+  if (find_other(a)) access_hot<false>(a, N, W, ret);
+}
+CN_NOTSAN __attribute__((noinline)) inline void access_miss_any(uintptr_t a, uint32_t size,
+                                                               bool write, void* ret) {
+  if (find_other(a)) access_hot<false>(a, size, write, ret);
+}
+
+// Whether `a` is outside the hot region (0), in it (1), or in an untracked range remembered (2).
+CN_NOTSAN __attribute__((always_inline)) inline int where(uintptr_t a) {
+  const State& s = st;
+  if (a - s.hot_lo < s.hot_len) return 1;
+  const Gap& gap = s.gaps[(a >> 12) & 7];
+  return a - gap.lo < gap.hi - gap.lo ? 2 : 0;
+}
+
+// Every instrumented access of N bytes (W: a write), from code address `ret`: a quick test of the
+// address (hot region, untracked ranges), then the tracked path.
+template <uint32_t N, bool W>
+CN_NOTSAN __attribute__((always_inline)) inline void access_n(const void* p, void* ret) {
+  const uintptr_t a = uintptr_t(p);
+  const int w = where(a);
+  if (w == 1) return access_hot_n<N, W>(a, ret);
+  if (w == 0) access_miss_n<N, W>(a, ret);
+}
+
+// The same for an access of `size` bytes known at run time (ranges, memcpy, atomics).
+CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint32_t size,
+                                                           bool write, void* ret) {
+  const uintptr_t a = uintptr_t(p);
+  const int w = where(a);
+  if (w == 1) return access_hot_any(a, size, write, ret);
+  if (w == 0) access_miss_any(a, size, write, ret);
 }
 
 }  // namespace race
@@ -815,22 +867,22 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
 extern "C" {
 #define CN_TSAN_RW(N)                                                                         \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_read##N(void* p) {             \
-    ::cn::race::access(p, N, false, __builtin_return_address(0));     \
+    ::cn::race::access_n<N, false>(p, __builtin_return_address(0));                          \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_write##N(void* p) {            \
-    ::cn::race::access(p, N, true, __builtin_return_address(0));      \
+    ::cn::race::access_n<N, true>(p, __builtin_return_address(0));                           \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_unaligned_read##N(void* p) {   \
-    ::cn::race::access(p, N, false, __builtin_return_address(0));     \
+    ::cn::race::access_n<N, false>(p, __builtin_return_address(0));                          \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_unaligned_write##N(void* p) {  \
-    ::cn::race::access(p, N, true, __builtin_return_address(0));      \
+    ::cn::race::access_n<N, true>(p, __builtin_return_address(0));                           \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_volatile_read##N(void* p) {    \
-    ::cn::race::access(p, N, false, __builtin_return_address(0));     \
+    ::cn::race::access_n<N, false>(p, __builtin_return_address(0));                          \
   }                                                                                           \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_volatile_write##N(void* p) {   \
-    ::cn::race::access(p, N, true, __builtin_return_address(0));      \
+    ::cn::race::access_n<N, true>(p, __builtin_return_address(0));                           \
   }
 CN_TSAN_RW(1)
 CN_TSAN_RW(2)
