@@ -80,6 +80,17 @@ struct Entry {
 };
 static_assert(sizeof(Entry) == 44, "Entry: 44 bytes of shadow per granule");
 
+// A compact word: the shadow of a buffer granule in a launch that runs its threads as a loop (no
+// fibers, so no barrier epoch and no lane clock), while one thread only has touched it. Low 32
+// bits: 1 + the thread's linear number; high 32 bits: its last access's code offset (23 bits),
+// whether it wrote (bit 23) and the launch number (top 8 bits), as in Rec::pc. Thread 0 with the
+// running launch's number: the granule's Entry holds its records (two threads touched it, or an
+// atomic, a lock or a partial access did). Any other launch number: untouched in this launch.
+constexpr uint32_t kWroteBit = 0x800000;
+CN_NOTSAN __attribute__((always_inline)) inline uint64_t compact_full(uint32_t gen) {
+  return uint64_t(gen << 24) << 32;
+}
+
 // Entry::owner and Entry::owner_gen as one word.
 CN_NOTSAN __attribute__((always_inline)) inline uint64_t owner_key(uint32_t thread, uint32_t gen) {
   return uint64_t(thread) | (uint64_t(gen) << 32);
@@ -88,6 +99,7 @@ CN_NOTSAN __attribute__((always_inline)) inline uint64_t owner_key(uint32_t thre
 struct Region {
   uintptr_t lo = 0, hi = 0;
   Entry* shadow = nullptr;
+  uint64_t* compact = nullptr;  // buffers: compact words (loop-mode launches)
   int32_t id = 0;      // buffer slot, or -1 - k for shared slot k
   uint8_t shift = 0;   // log2 of the granule
   uint8_t shared = 0;  // shared (threadgroup) memory
@@ -107,11 +119,12 @@ struct Pending {  // a write-write conflict kept until the writer's segment ends
 // Shadow memory kept mapped from one launch to the next (records of earlier launches are told
 // apart by their launch number), so that a launch does not pay the page faults of fresh memory.
 struct Shadow {
-  Entry* mem = nullptr;
+  void* mem = nullptr;
   size_t bytes = 0;
   bool used = false;
+  bool compact = false;  // holds compact words (else entries): reused only as the same
 };
-constexpr int kPool = 64;
+constexpr int kPool = 160;
 constexpr size_t kKeepBytes = size_t(64) << 20;  // larger shadows are unmapped after the launch
 
 inline Region no_region;  // matches no address
@@ -152,8 +165,12 @@ struct State {
   // (copied, so that the address test loads no pointer first), untracked ranges.
   uintptr_t hot_lo = 0, hot_len = 0;  // its bytes [hot_lo, hot_lo + hot_len); 0: none
   Entry* hot_shadow = nullptr;
+  uint64_t* hot_compact = nullptr;  // its compact words in a loop-mode launch, else null
   uint8_t hot_shift = 0;
   uint8_t hot_shared = 0;
+  uint32_t hot_gsize = 0;  // its granule's bytes
+  bool compact_launch = false;  // the launch runs its threads as a loop (no fibers)
+  bool compact_on = false;      // compact records for this group: a loop, no barrier yet
   Region* last = &no_region;  // the region of the last tracked access
   Gap gaps[8] = {};           // untracked address ranges, by 4 KiB page % 8 of an access in them
   int nregions = 0;           // buffers first, then shared slots
@@ -215,7 +232,9 @@ CN_NOTSAN inline void set_last(Region* r) {
   s.hot_lo = r->lo;
   s.hot_len = r->hi - r->lo;
   s.hot_shadow = r->shadow;
+  s.hot_compact = s.compact_launch ? r->compact : nullptr;
   s.hot_shift = r->shift;
+  s.hot_gsize = 1u << r->shift;
   s.hot_shared = r->shared;
 }
 
@@ -245,21 +264,34 @@ CN_NOTSAN inline uint8_t granule_shift(size_t elem) {
   return s;
 }
 
-CN_NOTSAN inline Entry* region_shadow(size_t bytes, uint8_t shift) {
+// Zeroed (or reused, of the same kind) shadow for `bytes` of memory in granules of 1 << shift:
+// entries, or compact words (`compact`).
+CN_NOTSAN inline void* region_shadow(size_t bytes, uint8_t shift, bool compact) {
   State& s = st;
-  size_t need = ((bytes + (size_t(1) << shift) - 1) >> shift) * sizeof(Entry);
+  size_t need = ((bytes + (size_t(1) << shift) - 1) >> shift) *
+                (compact ? sizeof(uint64_t) : sizeof(Entry));
   Shadow* best = nullptr;
   for (Shadow& q : s.pool)
-    if (!q.used && q.mem && q.bytes >= need && (!best || q.bytes < best->bytes)) best = &q;
+    if (!q.used && q.mem && q.compact == compact && q.bytes >= need &&
+        (!best || q.bytes < best->bytes))
+      best = &q;
   if (!best) {
     for (Shadow& q : s.pool) if (!q.mem) { best = &q; break; }
     if (!best) return nullptr;
-    best->mem = static_cast<Entry*>(map_zero(need));
+    best->mem = map_zero(need);
     best->bytes = best->mem ? need : 0;
+    best->compact = compact;
     if (!best->mem) return nullptr;
   }
   best->used = true;
   return best->mem;
+}
+
+// A buffer's shadow: entries and compact words (false when out of memory).
+CN_NOTSAN inline bool buffer_shadow(Region& r, size_t bytes) {
+  r.shadow = static_cast<Entry*>(region_shadow(bytes, r.shift, false));
+  r.compact = static_cast<uint64_t*>(region_shadow(bytes, r.shift, true));
+  return r.shadow && r.compact;
 }
 
 CN_NOTSAN inline void drop_pool(bool all) {
@@ -304,11 +336,11 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
     r.lo = uintptr_t(b.data);
     r.hi = r.lo + uintptr_t(b.bytes);
     r.shift = granule_shift(size_t(b.elem > 0 ? b.elem : 4));
-    r.shadow = region_shadow(size_t(b.bytes), r.shift);
+    const bool ok = buffer_shadow(r, size_t(b.bytes));
     r.id = k;
     r.shared = 0;
     r.elem = uint32_t(b.elem > 0 ? b.elem : 0);
-    if (!r.shadow) continue;
+    if (!ok) continue;
     ++s.nregions;
   }
   for (int j = 0; j < ndevice_vars && s.nregions < 64; ++j) {
@@ -317,11 +349,11 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
     r.lo = v.at;
     r.hi = v.at + v.bytes;
     r.shift = granule_shift(v.elem ? v.elem : 4);
-    r.shadow = region_shadow(v.bytes, r.shift);
+    const bool ok = buffer_shadow(r, v.bytes);
     r.id = kDeviceVarId + j;
     r.shared = 0;
     r.elem = uint32_t(v.elem);
-    if (r.shadow) ++s.nregions;
+    if (ok) ++s.nregions;
   }
   s.nbuffers = s.nregions;
   s.ngroups = ngroups;
@@ -361,6 +393,7 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   s.gfirst = glin * dsz;
   s.width = width < kMaxWidth ? width : kMaxWidth;
   s.ep_tg = s.ep_dev = 0;
+  s.compact_launch = s.compact_on = !fibers;
   s.nregions = s.nbuffers;  // shared slots register again as they are allocated
   set_last(&no_region);
   clear_misses();
@@ -410,6 +443,7 @@ CN_NOTSAN inline void shared_slot(int k, void* at, size_t size, size_t elem) {
   r.lo = uintptr_t(at);
   r.hi = r.lo + size;
   r.shadow = s.shared_shadow[k];
+  r.compact = nullptr;
   r.id = -1 - k;
   r.shift = shift;
   r.shared = 1;
@@ -420,6 +454,7 @@ CN_NOTSAN inline void shared_slot(int k, void* at, size_t size, size_t elem) {
 CN_NOTSAN inline void barrier(int flags) {
   State& s = st;
   if (!s.on) return;
+  s.compact_on = false;  // compact records carry no epoch: from here on, entries only
   if (flags & BARRIER_SHARED) s.ep_tg = uint16_t((s.ep_tg + 1) & kEpochMask);
   if (flags & BARRIER_DEVICE) s.ep_dev = uint16_t((s.ep_dev + 1) & kEpochMask);
 }
@@ -631,6 +666,29 @@ CN_NOTSAN inline uint32_t sole_owner(const Entry& e, bool shared) {
   return who;
 }
 
+// A granule's compact word moved into its Entry, which holds its records from here on: the record
+// of a thread's whole-granule accesses, made with no lock held, no atomic, at epoch 0 (a loop has
+// no barriers) and lane clock 0.
+CN_NOTSAN inline void to_entry(uint64_t& c, Entry& e, uint8_t shift) {
+  const uint32_t gen = st.gen;
+  const uint32_t hi = uint32_t(c >> 32);
+  if ((hi >> 24) == gen && uint32_t(c) == 0) return;  // already moved
+  if ((hi >> 24) == gen) {
+    Rec q;
+    q.thread = uint32_t(c);
+    q.pc = hi & ~kWroteBit;
+    q.epoch = 0;
+    q.clock = byte_mask(0, 1u << shift);
+    e.w = (hi & kWroteBit) ? q : Rec{};
+    e.r1 = (hi & kWroteBit) ? Rec{} : q;
+    e.r2 = Rec{};
+    e.owner = q.thread;
+    e.owner_gen = gen;
+  }
+  // Not touched in this launch: the Entry's records are of earlier launches (never live).
+  c = compact_full(gen);
+}
+
 // The running thread's access of `size` bytes at `a` in region `r`, from code address `ret`.
 __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a, uint32_t size,
                                                           bool write, void* ret) {
@@ -674,6 +732,7 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
   const uintptr_t gbytes = uintptr_t(1) << r->shift;
   for (uintptr_t k = first; k <= last; ++k) {
     Entry& e = r->shadow[k];
+    if (s.compact_launch && r->compact) to_entry(r->compact[k], e, r->shift);
     const uintptr_t g0 = k << r->shift;  // the granule's offset
     me.clock = uint16_t(clock | byte_mask(uint32_t((off > g0 ? off : g0) - g0),
                                           uint32_t((end < g0 + gbytes ? end : g0 + gbytes) - g0)));
@@ -756,16 +815,42 @@ CN_NOTSAN __attribute__((always_inline)) inline void access_hot(uintptr_t a, uin
                                                                bool write, void* ret) {
   State& s = st;
   const uintptr_t off = a - s.hot_lo;
-  const ThreadInfo* t = g.cur;
   const uint32_t n = size ? size : 1;
+  if (!Lanes && s.hot_compact) {
+    // A loop-mode launch (no lane clocks, no barrier epochs), a buffer: the compact word, while
+    // the granule is this thread's alone and the access covers it whole, outside atomics and
+    // locks; else the granule's Entry (access_in moves the compact word there first).
+    const ThreadInfo* t = g.cur;
+    if (__builtin_expect(s.compact_on && (s.atomic_depth | int(s.held)) == 0 && t != nullptr &&
+                             n == s.hot_gsize && (off & (n - 1)) == 0 && off + n <= s.hot_len,
+                         1)) {
+      const uint32_t th = s.gfirst + t->lin + 1;
+      const uint32_t gen = s.gen;
+      uint64_t& c = s.hot_compact[off >> s.hot_shift];
+      const uint64_t cur = c;
+      const uint32_t hi = uint32_t(cur >> 32);
+      const uint32_t mine = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) |
+                            (write ? kWroteBit : 0) | (gen << 24);
+      if ((hi >> 24) != gen) {  // untouched in this launch
+        c = uint64_t(th) | (uint64_t(mine) << 32);
+        return;
+      }
+      if (uint32_t(cur) == th) {  // this thread's: a write, or a read after a read, replaces it
+        if (write || !(hi & kWroteBit)) c = uint64_t(th) | (uint64_t(mine) << 32);
+        return;
+      }
+    }
+    return access_in(s.last, a, size, write, ret);
+  }
+  const ThreadInfo* t = g.cur;
   const uint32_t shift = s.hot_shift;
   if (__builtin_expect(t != nullptr && (s.atomic_depth | int(s.held)) == 0 &&
                            ((off ^ (off + n - 1)) >> shift) == 0 && off + n <= s.hot_len,
                        1)) {
     if (!Lanes && s.lanes) return access_hot_lanes(a, size, write, ret);
-    Entry& e = s.hot_shadow[off >> shift];
     const uint32_t th = s.gfirst + t->lin + 1;
     const uint32_t gen = s.gen;
+    Entry& e = s.hot_shadow[off >> shift];
     uint64_t owner;
     __builtin_memcpy(&owner, &e.owner, sizeof(owner));
     const uint64_t key = owner_key(th, gen);
