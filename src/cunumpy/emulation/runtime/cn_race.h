@@ -28,14 +28,20 @@
 // by DeviceVar objects the CUDA rewriter appends to their declarations); the kernel's memcpy,
 // memmove and memset calls reach cn_race_memcpy & co (cn_cuda.h renames them in user code).
 //
-// Shadow state: one Entry (the last write and the last two reads, 12 bytes each: 36 bytes) per
-// granule: 4 bytes of a buffer (its element size when smaller), the element size of a shared
-// array (up to 4 bytes). Records name their thread, the barrier epoch of its group, its lane's
-// clock, the bytes of the granule touched, whether the thread held a lock, and the access's
-// code address (turned into file:line by the Python side). Nothing is
-// cleared between groups or barriers: records carry the group (through the thread number) and
-// the epoch, so a shared-memory record of an earlier group is stale and one of an earlier epoch
-// is ordered.
+// Shadow state: one Entry per granule (44 bytes: the last write and the last two reads, 12 bytes
+// each, and the thread that owns them all if one does, 8 bytes): 4 bytes of a buffer (its
+// element size when smaller), the element size of a shared array (up to 4 bytes). Records name
+// their thread, the barrier epoch of its group, its lane's clock, the bytes of the granule
+// touched, whether the thread held a lock, and the access's code address (turned into file:line
+// by the Python side). Nothing is cleared between groups or barriers: records carry the group
+// (through the thread number) and the epoch, so a shared-memory record of an earlier group is
+// stale and one of an earlier epoch is ordered. Buffers also have a compact word per granule
+// (8 bytes): in a launch that runs its threads as a loop (no barriers, no lane clocks), a
+// granule that one thread alone has touched, with whole-granule plain accesses, is recorded
+// there only (the thread, its last access's code address, whether it wrote); the first access
+// that needs more moves it into the Entry. Per access, the fast paths (access_hot) are a test of
+// the address against the region of the last access and, for tracked memory, one load and
+// compare of the compact word (or of the Entry's owner) and one to four stores.
 #ifndef CN_RACE_H
 #define CN_RACE_H
 
