@@ -110,30 +110,40 @@ struct dim3 {
 namespace cn {
 namespace cuda {
 
-CN_BUILTIN inline uint3 thread_idx() {
-  const ThreadInfo* t = g.cur;
-  return uint3{t->tid[0], t->tid[1], t->tid[2]};
+// The builtins read the thread they are given: the launched kernel gets its thread as a hidden
+// first parameter named `cn_this_thread` (emulation/_cuda_rewrite.py), a local of the grid walk
+// that the compiler keeps in registers; everywhere else (device functions) the name finds the
+// namespace-scope tag below, and the builtins read the thread through cn::g.cur. A read through
+// g.cur is reloaded after every store (the emulator compiles with -fno-strict-aliasing), which
+// kept an element-wise kernel from hoisting `blockIdx.x * blockDim.x` out of the thread loop.
+struct CurrentThread {};
+
+CN_BUILTIN inline uint3 thread_idx(const ThreadInfo& t) {
+  return uint3{t.tid[0], t.tid[1], t.tid[2]};
 }
-CN_BUILTIN inline uint3 block_idx() {
-  const ThreadInfo* t = g.cur;
-  return uint3{t->gid[0], t->gid[1], t->gid[2]};
+CN_BUILTIN inline uint3 block_idx(const ThreadInfo& t) {
+  return uint3{t.gid[0], t.gid[1], t.gid[2]};
 }
-CN_BUILTIN inline dim3 block_dim() {
-  const ThreadInfo* t = g.cur;
-  return dim3(t->dsize[0], t->dsize[1], t->dsize[2]);
+CN_BUILTIN inline dim3 block_dim(const ThreadInfo& t) {
+  return dim3(t.dsize[0], t.dsize[1], t.dsize[2]);
 }
-CN_BUILTIN inline dim3 grid_dim() {
-  const ThreadInfo* t = g.cur;
-  return dim3(t->ngroups[0], t->ngroups[1], t->ngroups[2]);
+CN_BUILTIN inline dim3 grid_dim(const ThreadInfo& t) {
+  return dim3(t.ngroups[0], t.ngroups[1], t.ngroups[2]);
 }
+CN_BUILTIN inline uint3 thread_idx(CurrentThread) { return thread_idx(*g.cur); }
+CN_BUILTIN inline uint3 block_idx(CurrentThread) { return block_idx(*g.cur); }
+CN_BUILTIN inline dim3 block_dim(CurrentThread) { return block_dim(*g.cur); }
+CN_BUILTIN inline dim3 grid_dim(CurrentThread) { return grid_dim(*g.cur); }
 
 }  // namespace cuda
 }  // namespace cn
 
-#define threadIdx (::cn::cuda::thread_idx())
-#define blockIdx (::cn::cuda::block_idx())
-#define blockDim (::cn::cuda::block_dim())
-#define gridDim (::cn::cuda::grid_dim())
+inline constexpr ::cn::cuda::CurrentThread cn_this_thread{};
+
+#define threadIdx (::cn::cuda::thread_idx(cn_this_thread))
+#define blockIdx (::cn::cuda::block_idx(cn_this_thread))
+#define blockDim (::cn::cuda::block_dim(cn_this_thread))
+#define gridDim (::cn::cuda::grid_dim(cn_this_thread))
 #define warpSize 32
 
 // ---------------------------------------------------------------------------------------------
