@@ -33,9 +33,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cunumpy._lang.cuda_signature import strip_comments
 from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy._lang.scopes import declared_name, enclosing_braces
-from cunumpy._lang.cuda_signature import strip_comments
 from cunumpy.emulation._cuda_device_vars import device_var_edits
 from cunumpy.emulation._cuda_thread_param import thread_param_edits
 from cunumpy.emulation._rewrite import (

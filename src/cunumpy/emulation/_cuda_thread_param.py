@@ -53,7 +53,7 @@ def _body_allows(tokens: list[Token]) -> bool:
         if t.text != "[" or (k + 1 < len(tokens) and tokens[k + 1].text == "["):
             continue
         prev = tokens[k - 1].text if k else ""
-        if prev == "[" or _SUBSCRIPT_AFTER.search(prev) and prev not in ("return",):
+        if prev == "[" or (_SUBSCRIPT_AFTER.search(prev) and prev not in ("return",)):
             continue
         # A lambda introducer: its captures must start with a default (`&` or `=`).
         first = tokens[k + 1].text if k + 1 < len(tokens) else ""
