@@ -184,8 +184,8 @@ inline int __syncthreads_or(int pred, CN_SITE) {
   return cn::cuda::sync_reduce(pred, 2, cn_line, cn_file);
 }
 inline void __threadfence() { CN_RACE_FENCE(); }
-inline void __threadfence_block() {}
-inline void __threadfence_system() {}
+inline void __threadfence_block() { CN_RACE_FENCE_BLOCK(); }
+inline void __threadfence_system() { CN_RACE_FENCE(); }
 
 // ---------------------------------------------------------------------------------------------
 // Warp functions. Every call is a lane exchange of cn_core.h: the lanes of a warp that reach the
@@ -514,9 +514,15 @@ template <class T> using arg_t = typename same<T>::type;
   template <class T>                                                                       \
   inline T NAME(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); }         \
   template <class T>                                                                       \
-  inline T NAME##_block(T* p, cn::cuda::arg_t<T> val) { return NAME(p, val); }             \
+  inline T NAME##_block(T* p, cn::cuda::arg_t<T> val) {                                    \
+    CN_RACE_BLOCK_SCOPE;                                                                   \
+    return NAME(p, val);                                                                   \
+  }                                                                                        \
   template <class T>                                                                       \
-  inline T NAME##_block(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); } \
+  inline T NAME##_block(cn::ptr<T> p, cn::cuda::arg_t<T> val) {                            \
+    CN_RACE_BLOCK_SCOPE;                                                                   \
+    return NAME(&p[0], val);                                                               \
+  }                                                                                        \
   template <class T>                                                                       \
   inline T NAME##_system(T* p, cn::cuda::arg_t<T> val) { return NAME(p, val); }            \
   template <class T>                                                                       \
@@ -548,7 +554,13 @@ inline T atomicCAS(cn::ptr<T> p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> 
 }
 template <class T>
 inline T atomicCAS_block(T* p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+  CN_RACE_BLOCK_SCOPE;
   return atomicCAS(p, compare, val);
+}
+template <class T>
+inline T atomicCAS_block(cn::ptr<T> p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+  CN_RACE_BLOCK_SCOPE;
+  return atomicCAS(&p[0], compare, val);
 }
 template <class T>
 inline T atomicCAS_system(T* p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
