@@ -136,7 +136,10 @@ def bench_elementwise(results: dict, n: int, reps: int) -> None:
     cuda = CudaKernel(CUDA_PUSH, "push", engine="emulator", outputs=["out"])
     # The same kernel without outputs=: no poisoning and no unwritten-element check.
     cuda_inout = CudaKernel(CUDA_PUSH, "push", engine="emulator")
-    metal_on = MetalKernel(METAL_PUSH, ["x", "v", "dt"], ["out"])
+    # Explicit options on both: the CUDA rows set CUNUMPY_EMULATOR_CHECKS, which a MetalKernel
+    # without emulator_options would follow.
+    metal_on = MetalKernel(METAL_PUSH, ["x", "v", "dt"], ["out"],
+                           emulator_options=EmulatorOptions(checks=True))
     metal_off = MetalKernel(METAL_PUSH, ["x", "v", "dt"], ["out"],
                             emulator_options=EmulatorOptions(checks=False))
     ndt, nn = np.float32(dt), np.int32(n)

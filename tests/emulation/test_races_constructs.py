@@ -1,7 +1,8 @@
 """Race checking of the constructs beyond plain subscripts, each racy kernel with its twin (CUDA):
 ``__device__`` variables, ``memcpy``/``memset`` calls (and struct copies), sub-word accesses
 (adjacent bytes and halves of one word are different memory), spin locks built from
-``atomicCAS``/``atomicExch`` and ``__threadfence``, and the refusal of a spin-wait that cannot end
+``atomicCAS``/``atomicExch`` and ``__threadfence`` (with the fences a critical section needs, and
+block scope), block-scoped atomics, and the refusal of a spin-wait that cannot end
 in the emulator.
 """
 
@@ -84,16 +85,54 @@ CASES = {
     ),
     "spin_lock_protects_a_critical_section": (
         "if (t == 0) { y[0] += 1; }",
-        "if (t == 0) { while (atomicCAS(&lock, 0, 1) != 0) {} y[0] += 1; __threadfence();"
-        " atomicExch(&lock, 0); }",
+        "if (t == 0) { while (atomicCAS(&lock, 0, 1) != 0) {} __threadfence(); y[0] += 1;"
+        " __threadfence(); atomicExch(&lock, 0); }",
         r"argument 'y' .*index 0: (read|write) by thread \(0,0,0\) block \(1,0,0\)",
     ),
     "spin_lock_released_by_a_plain_store": (
-        "if (t == 0) { while (atomicCAS(&lock, 0, 1) != 0) {} y[0] += 1; atomicExch(&lock, 0);"
-        " y[1] += 1; }",
-        "if (t == 0) { while (atomicExch(&lock, 1) != 0) {} y[0] += 1; y[1] += 1; __threadfence();"
-        " *(volatile int*)&lock = 0; }",
+        "if (t == 0) { while (atomicCAS(&lock, 0, 1) != 0) {} __threadfence(); y[0] += 1;"
+        " __threadfence(); atomicExch(&lock, 0); y[1] += 1; }",
+        "if (t == 0) { while (atomicExch(&lock, 1) != 0) {} __threadfence(); y[0] += 1; y[1] += 1;"
+        " __threadfence(); *(volatile int*)&lock = 0; }",
         r"argument 'y' .*index 1: (read|write) by thread \(0,0,0\) block \(1,0,0\)",
+    ),
+    # Atomics are relaxed: a critical section orders its accesses only with a fence after the
+    # lock is taken and one before it is released.
+    "critical_section_without_fences": (
+        "if (t == 0) { while (atomicCAS(&lock, 0, 1) != 0) {} y[2] += 1; atomicExch(&lock, 0); }",
+        "if (t == 0) { while (atomicCAS(&lock, 0, 1) != 0) {} __threadfence(); y[2] += 1;"
+        " __threadfence(); atomicExch(&lock, 0); }",
+        r"argument 'y' .*index 2: (read|write) by thread \(0,0,0\) block \(1,0,0\)",
+    ),
+    "critical_section_without_release_fence": (
+        "if (t == 0) { while (atomicCAS(&lock, 0, 1) != 0) {} __threadfence(); y[3] += 1;"
+        " atomicExch(&lock, 0); }",
+        "if (t == 0) { while (atomicCAS(&lock, 0, 1) != 0) {} __threadfence(); y[3] += 1;"
+        " __threadfence(); atomicExch(&lock, 0); }",
+        r"argument 'y' .*index 3: (read|write) by thread \(0,0,0\) block \(1,0,0\)",
+    ),
+    # Block scope: atomicCAS_block and __threadfence_block order only the threads of one block.
+    "block_scoped_lock_between_blocks": (
+        "if (t == 0) { while (atomicCAS_block(&lock, 0, 1) != 0) {} __threadfence_block();"
+        " y[4] += 1; __threadfence_block(); atomicExch_block(&lock, 0); }",
+        "if (t == 0) { while (atomicCAS(&lock, 0, 1) != 0) {} __threadfence(); y[4] += 1;"
+        " __threadfence(); atomicExch(&lock, 0); }",
+        r"(__device__ variable 'lock', index 0|argument 'y' .*index 4): (atomic )?(read|write) by "
+        r"thread \(0,0,0\) block \(1,0,0\).*block-scoped atomics",
+    ),
+    "block_scoped_lock_within_a_block": (
+        "if (t == 0) { s[0] = 0; s[1] = 0; } __syncthreads(); if (t % 32 == 0) {"
+        " while (atomicCAS_block(&s[0], 0, 1) != 0) {} s[1] += 1; atomicExch_block(&s[0], 0); }",
+        "if (t == 0) { s[0] = 0; s[1] = 0; } __syncthreads(); if (t % 32 == 0) {"
+        " while (atomicCAS_block(&s[0], 0, 1) != 0) {} __threadfence_block(); s[1] += 1;"
+        " __threadfence_block(); atomicExch_block(&s[0], 0); }",
+        r"shared array 's' .*index 1: (read|write) by thread \(32,0,0\) block \(\d,0,0\)",
+    ),
+    "block_scoped_atomics_between_blocks": (
+        "if (t == 0) atomicAdd_block(&y[5], 1);",
+        "if (t == 0) atomicAdd(&y[5], 1);",
+        r"argument 'y' .*index 5: atomic (read|write) by thread \(0,0,0\) block \(1,0,0\) .*"
+        r"atomic (read|write) by thread \(0,0,0\) block \(0,0,0\).*block-scoped atomics",
     ),
 }
 

@@ -33,9 +33,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cunumpy._lang.cuda_signature import strip_comments
 from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy._lang.scopes import declared_name, enclosing_braces
 from cunumpy.emulation._cuda_device_vars import device_var_edits
+from cunumpy.emulation._cuda_thread_param import thread_param_edits
 from cunumpy.emulation._rewrite import (
     SharedDecl,
     Token,
@@ -217,6 +219,9 @@ class CudaRewritten:
     """Number of static declarations: the dynamic region is arena slot ``nstatic``."""
     dynamic: tuple[SharedDecl, ...]
     sync: bool
+    thread_param: bool = False
+    """The launched kernel takes the running thread as a hidden first argument
+    (:mod:`._cuda_thread_param`)."""
 
 
 _DECL_PREFIX = frozenset({"extern", "static", "volatile", "const", "inline"})
@@ -623,6 +628,10 @@ def rewrite_cuda(
     if checked_pointers == "all":
         param_edits += _device_param_edits(text)
     edits.extend(param_edits)
+    thread_edits = thread_param_edits(
+        strip_comments(text), kernel_name, _kernel_bodies(text, kernel_name)
+    )
+    edits.extend(thread_edits)
     edits.extend(device_var_edits(sig, inside))
     if checks:
         checked_names |= {n for _, _, new in param_edits if (n := _declared_name(new))}
@@ -639,7 +648,7 @@ def rewrite_cuda(
     out.append(text[pos:])
     shared = tuple(SharedDecl(s, n, c, d) for s, n, c, d in static)
     dyn = tuple(SharedDecl(nstatic + k, n, c, ("",)) for k, (n, c) in enumerate(dynamic))
-    return CudaRewritten("".join(out), shared, nstatic, dyn, sync)
+    return CudaRewritten("".join(out), shared, nstatic, dyn, sync, bool(thread_edits))
 
 
 _UNSUPPORTED_WORDS = {

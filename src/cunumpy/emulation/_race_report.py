@@ -74,7 +74,13 @@ def _memory(
     return label, index, True
 
 
-def _hint(dialect: Dialect, shared: bool, same_group: bool, same_warp: bool) -> str:
+def _hint(dialect: Dialect, shared: bool, same_group: bool, same_warp: bool,
+          atomics: bool = False) -> str:
+    if not same_group and atomics:  # only block-scoped atomics race with atomics
+        return (
+            "block-scoped atomics (atomicAdd_block, atomicCAS_block, ...) order only the threads "
+            "of one block: use the device-scoped forms (atomicAdd, atomicCAS, ...)"
+        )
     if not same_group:
         return (
             f"threads of different {dialect.group}s are never ordered within one launch: use "
@@ -110,12 +116,13 @@ def race_error(
     kind = [_ACCESS.get(int(r.access[k]), "access") for k in (0, 1)]
     same_group = tuple(r.group) == tuple(r.group2)
     same_warp = same_group and bool(r.lane)
+    atomics = all(int(r.access[k]) in (3, 4) for k in (0, 1))
     more = int(r.count) - 1
     further = f"; {more} further failure{'s' if more != 1 else ''}" if more else ""
     return DataRaceError(
         f"{prefix} data race on {label}, {index}: "
         f"{kind[0]} by thread {_xyz(r.thread)} {dialect.group} {_xyz(r.group)}{here[0]} and "
         f"{kind[1]} by thread {_xyz(r.thread2)} {dialect.group} {_xyz(r.group2)}{here[1]}, "
-        f"not ordered by synchronisation; {_hint(dialect, is_shared, same_group, same_warp)}"
+        f"not ordered by synchronisation; {_hint(dialect, is_shared, same_group, same_warp, atomics)}"
         f"{further}{order}"
     )

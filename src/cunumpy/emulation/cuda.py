@@ -246,6 +246,17 @@ def program_for(kernel: Any) -> CudaProgram:
 # ---------------------------------------------------------------------------------------------
 
 
+_PLAIN_SCALARS = frozenset({
+    "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int",
+    "unsigned int", "long", "unsigned long", "long long", "unsigned long long", "float", "double",
+    "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
+    "size_t", "ptrdiff_t",
+})
+"""Value parameter types the launcher reads itself (language types, spelled as the front end
+normalises them); others (structs, vectors, typedefs, template types) convert per thread through
+``cn::cuda::ValArg``."""
+
+
 @dataclass(frozen=True)
 class Generated:
     """A generated translation unit and what a launch needs to know about it."""
@@ -316,6 +327,14 @@ def generate_source(
                 f"  const ::cn::cuda::PtrArg a{i}{{d->buffers[{i}].data, d->buffers[{i}].extent, "
                 f"{i}}};"
             )
+        elif p.kind == "scalar" and p.ctype in _PLAIN_SCALARS:
+            # Read once per launch into a local of the parameter's own type: the per-thread
+            # loop then has nothing to convert or check (the front end gave exactly its bytes).
+            lines += [
+                f"  if (d->buffers[{i}].extent != sizeof({p.ctype})) return -2;",
+                f"  {p.ctype} a{i};",
+                f"  std::memcpy(&a{i}, d->buffers[{i}].data, sizeof a{i});",
+            ]
         else:
             lines.append(
                 f"  const ::cn::cuda::ValArg a{i}{{d->buffers[{i}].data, d->buffers[{i}].extent, "
@@ -325,7 +344,8 @@ def generate_source(
     lines += [
         # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
         "  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {",
-        f"    CN_RACE_TRY {program.call}({', '.join(names)}); CN_RACE_CATCH",
+        f"    CN_RACE_TRY {program.call}({', '.join((['t'] if rw.thread_param else []) + names)});"
+        " CN_RACE_CATCH",
         "  };",
         f"  int rc = cn::run_grid<{'true' if rw.sync else 'false'}, "
         f"{'true' if checks else 'false'}>(d, {nslots}, cn_fn);",

@@ -39,6 +39,9 @@
 #include <type_traits>
 #include <sys/mman.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #if defined(__x86_64__) && !defined(_WIN32) && !defined(CN_FIBER_UCONTEXT)
 #define CN_FIBER_ASM 1
@@ -1333,9 +1336,15 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
     g.pos = q;
     int64_t failures = d->report->count;
     uint64_t lin = perm ? perm[q] : uint64_t(q);
-    t.gid[0] = uint32_t(lin % t.ngroups[0]);
-    t.gid[1] = uint32_t((lin / t.ngroups[0]) % t.ngroups[1]);
-    t.gid[2] = uint32_t(lin / (uint64_t(t.ngroups[0]) * t.ngroups[1]));
+    if (t.ngroups[1] == 1 && t.ngroups[2] == 1) {  // a 1-D grid: no divisions per group
+      t.gid[0] = uint32_t(lin);
+      t.gid[1] = t.gid[2] = 0;
+    } else {
+      uint64_t row = lin / t.ngroups[0];
+      t.gid[0] = uint32_t(lin - row * t.ngroups[0]);
+      t.gid[1] = uint32_t(row % t.ngroups[1]);
+      t.gid[2] = uint32_t(row / t.ngroups[1]);
+    }
     uint32_t base[3];
     for (int k = 0; k < 3; ++k) {
       base[k] = t.gid[k] * t.dsize[k];
@@ -1416,6 +1425,25 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
 template <class U>
 CN_NOTSAN inline void cn_fill_pattern(U* p, int64_t n, U v) {
   int64_t i = 0;
+#if defined(__SSE2__)
+  // Outputs larger than the caches are filled with streaming stores: the lines are not read
+  // first, which saves a third of the pass's memory traffic.
+  if (int64_t(sizeof(U)) * n >= (int64_t(1) << 20)) {
+    for (; i < n && (reinterpret_cast<uintptr_t>(p + i) & 15); ++i) p[i] = v;
+    U lanes[16 / sizeof(U)];
+    for (size_t k = 0; k < 16 / sizeof(U); ++k) lanes[k] = v;
+    __m128i x;
+    std::memcpy(&x, lanes, 16);
+    constexpr int64_t per = int64_t(16 / sizeof(U));
+    for (; i + 4 * per <= n; i += 4 * per) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p + i), x);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p + i + per), x);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p + i + 2 * per), x);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p + i + 3 * per), x);
+    }
+    _mm_sfence();
+  }
+#endif
   for (; i + 16 <= n; i += 16)
     for (int k = 0; k < 16; ++k) p[i + k] = v;
   for (; i < n; ++i) p[i] = v;

@@ -110,30 +110,55 @@ struct dim3 {
 namespace cn {
 namespace cuda {
 
-CN_BUILTIN inline uint3 thread_idx() {
+// The builtins read the thread they are given: the launched kernel gets its thread as a hidden
+// first parameter named `cn_this_thread` (emulation/_cuda_rewrite.py), a local of the grid walk
+// that the compiler keeps in registers; everywhere else (device functions) the name finds the
+// namespace-scope tag below, and the builtins read the thread through cn::g.cur. A read through
+// g.cur is reloaded after every store (the emulator compiles with -fno-strict-aliasing), which
+// kept an element-wise kernel from hoisting `blockIdx.x * blockDim.x` out of the thread loop.
+struct CurrentThread {};
+
+CN_BUILTIN inline uint3 thread_idx(const ThreadInfo& t) {
+  return uint3{t.tid[0], t.tid[1], t.tid[2]};
+}
+CN_BUILTIN inline uint3 block_idx(const ThreadInfo& t) {
+  return uint3{t.gid[0], t.gid[1], t.gid[2]};
+}
+CN_BUILTIN inline dim3 block_dim(const ThreadInfo& t) {
+  return dim3(t.dsize[0], t.dsize[1], t.dsize[2]);
+}
+CN_BUILTIN inline dim3 grid_dim(const ThreadInfo& t) {
+  return dim3(t.ngroups[0], t.ngroups[1], t.ngroups[2]);
+}
+// Through g.cur: loads hidden from the race-checking instrumentation (quiet_load; plain loads in
+// other builds), as they read the emulator's own state.
+CN_BUILTIN inline uint3 thread_idx(CurrentThread) {
   const ThreadInfo* t = quiet_load(&g.cur);
   return uint3{quiet_load(&t->tid[0]), quiet_load(&t->tid[1]), quiet_load(&t->tid[2])};
 }
-CN_BUILTIN inline uint3 block_idx() {
+CN_BUILTIN inline uint3 block_idx(CurrentThread) {
   const ThreadInfo* t = quiet_load(&g.cur);
   return uint3{quiet_load(&t->gid[0]), quiet_load(&t->gid[1]), quiet_load(&t->gid[2])};
 }
-CN_BUILTIN inline dim3 block_dim() {
+CN_BUILTIN inline dim3 block_dim(CurrentThread) {
   const ThreadInfo* t = quiet_load(&g.cur);
   return dim3(quiet_load(&t->dsize[0]), quiet_load(&t->dsize[1]), quiet_load(&t->dsize[2]));
 }
-CN_BUILTIN inline dim3 grid_dim() {
+CN_BUILTIN inline dim3 grid_dim(CurrentThread) {
   const ThreadInfo* t = quiet_load(&g.cur);
-  return dim3(quiet_load(&t->ngroups[0]), quiet_load(&t->ngroups[1]), quiet_load(&t->ngroups[2]));
+  return dim3(quiet_load(&t->ngroups[0]), quiet_load(&t->ngroups[1]),
+              quiet_load(&t->ngroups[2]));
 }
 
 }  // namespace cuda
 }  // namespace cn
 
-#define threadIdx (::cn::cuda::thread_idx())
-#define blockIdx (::cn::cuda::block_idx())
-#define blockDim (::cn::cuda::block_dim())
-#define gridDim (::cn::cuda::grid_dim())
+inline constexpr ::cn::cuda::CurrentThread cn_this_thread{};
+
+#define threadIdx (::cn::cuda::thread_idx(cn_this_thread))
+#define blockIdx (::cn::cuda::block_idx(cn_this_thread))
+#define blockDim (::cn::cuda::block_dim(cn_this_thread))
+#define gridDim (::cn::cuda::grid_dim(cn_this_thread))
 #define warpSize 32
 
 // ---------------------------------------------------------------------------------------------
@@ -174,8 +199,8 @@ inline int __syncthreads_or(int pred, CN_SITE) {
   return cn::cuda::sync_reduce(pred, 2, cn_line, cn_file);
 }
 inline void __threadfence() { CN_RACE_FENCE(); }
-inline void __threadfence_block() {}
-inline void __threadfence_system() {}
+inline void __threadfence_block() { CN_RACE_FENCE_BLOCK(); }
+inline void __threadfence_system() { CN_RACE_FENCE(); }
 
 // ---------------------------------------------------------------------------------------------
 // Warp functions. Every call is a lane exchange of cn_core.h: the lanes of a warp that reach the
@@ -504,9 +529,15 @@ template <class T> using arg_t = typename same<T>::type;
   template <class T>                                                                       \
   inline T NAME(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); }         \
   template <class T>                                                                       \
-  inline T NAME##_block(T* p, cn::cuda::arg_t<T> val) { return NAME(p, val); }             \
+  inline T NAME##_block(T* p, cn::cuda::arg_t<T> val) {                                    \
+    CN_RACE_BLOCK_SCOPE;                                                                   \
+    return NAME(p, val);                                                                   \
+  }                                                                                        \
   template <class T>                                                                       \
-  inline T NAME##_block(cn::ptr<T> p, cn::cuda::arg_t<T> val) { return NAME(&p[0], val); } \
+  inline T NAME##_block(cn::ptr<T> p, cn::cuda::arg_t<T> val) {                            \
+    CN_RACE_BLOCK_SCOPE;                                                                   \
+    return NAME(&p[0], val);                                                               \
+  }                                                                                        \
   template <class T>                                                                       \
   inline T NAME##_system(T* p, cn::cuda::arg_t<T> val) { return NAME(p, val); }            \
   template <class T>                                                                       \
@@ -538,7 +569,13 @@ inline T atomicCAS(cn::ptr<T> p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> 
 }
 template <class T>
 inline T atomicCAS_block(T* p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+  CN_RACE_BLOCK_SCOPE;
   return atomicCAS(p, compare, val);
+}
+template <class T>
+inline T atomicCAS_block(cn::ptr<T> p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {
+  CN_RACE_BLOCK_SCOPE;
+  return atomicCAS(&p[0], compare, val);
 }
 template <class T>
 inline T atomicCAS_system(T* p, cn::cuda::arg_t<T> compare, cn::cuda::arg_t<T> val) {

@@ -66,7 +66,11 @@ struct Rec {
                         // which bytes of the granule the access touched (high 4 bits)
 };
 constexpr uint32_t kClockMax = 0x0FFF;
-constexpr uint32_t kPcMask = 0x7FFFFF;     // Rec::pc: code offset
+constexpr uint32_t kPcMask = 0x1FFFFF;     // Rec::pc: code offset
+constexpr uint32_t kLateBit = 0x200000;    // Rec::pc: device memory, after its group published its
+                                           // writes (fence + atomic) in the same epoch
+constexpr uint32_t kNarrowBit = 0x400000;  // Rec::pc: a block-scoped atomic, or made holding a
+                                           // lock taken by one: orders nothing across groups
 constexpr uint32_t kLockedBit = 0x800000;  // Rec::pc: made while holding a lock
 
 // Bytes [lo, hi) of a granule (of at most 4 bytes) as the high 4 bits of Rec::clock.
@@ -88,7 +92,7 @@ static_assert(sizeof(Entry) == 44, "Entry: 44 bytes of shadow per granule");
 
 // A compact word: the shadow of a buffer granule in a launch that runs its threads as a loop (no
 // fibers, so no barrier epoch and no lane clock), while one thread only has touched it. Low 32
-// bits: 1 + the thread's linear number; high 32 bits: its last access's code offset (23 bits),
+// bits: 1 + the thread's linear number; high 32 bits: its last access's code offset (kPcMask),
 // whether it wrote (bit 23) and the launch number (top 8 bits), as in Rec::pc. Thread 0 with the
 // running launch's number: the granule's Entry holds its records (two threads touched it, or an
 // atomic, a lock or a partial access did). Any other launch number: untouched in this launch.
@@ -185,6 +189,7 @@ struct State {
   int atomic_depth = 0;
   uintptr_t base = 0;         // load address of this library
   uint16_t ep_tg = 0, ep_dev = 0;  // barrier epochs of the running group
+  int32_t published = 0;  // the running group published its writes in this device epoch
   bool lanes = false;
   bool on = false;
   uint32_t held = 0;  // locks held by threads of the running group
@@ -210,7 +215,19 @@ struct State {
   // thread of the group: the lock held and how many times.
   uintptr_t* lock_at = nullptr;
   uint32_t* lock_depth = nullptr;
-  bool thread_marks = false;  // fenced, acquired or lock_at set for a thread since the last clear
+  uint8_t* lock_narrow = nullptr;  // per thread: its lock was taken by a block-scoped atomic
+  int32_t block_depth = 0;         // inside a block-scoped atomic
+  // Fences of a critical section, per thread, as levels (0 none, 1 block, 2 device): since the
+  // lock was taken, since the thread's last access under it, and the level of the release that
+  // handed the lock over (lock_released). An access under a lock is protected at the lowest of
+  // the lock's scope and these: unprotected (0), within the group (1) or everywhere (2).
+  uint8_t* cs_acquire = nullptr;
+  uint8_t* cs_since = nullptr;
+  uint8_t* cs_handed = nullptr;
+  static constexpr int kLockSlots = 16;
+  uintptr_t lock_addr[kLockSlots] = {};
+  uint8_t lock_level[kLockSlots] = {};
+  int nlocks = 0;
   // Spin-wait guard: atomics of the running thread on one address that keep seeing one value.
   uintptr_t spin_at = 0;
   uint64_t spin_old = 0;
@@ -255,6 +272,14 @@ struct AtomicScope {
 struct CasScope {
   CN_NOTSAN CasScope() { ++st.atomic_depth; ++st.cas_depth; }
   CN_NOTSAN ~CasScope() { --st.atomic_depth; --st.cas_depth; }
+};
+
+// A block-scoped atomic (atomicAdd_block, ...): atomic only for the threads of its own group.
+// Against an access of another group it is a plain access, and a lock it takes does not order
+// the accesses of two groups.
+struct BlockScope {
+  CN_NOTSAN BlockScope() { ++st.block_depth; }
+  CN_NOTSAN ~BlockScope() { --st.block_depth; }
 };
 
 CN_NOTSAN inline void* map_zero(size_t bytes) {
@@ -320,6 +345,8 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
   clear_misses();
   s.npending = 0;
   s.atomic_depth = 0;
+  s.block_depth = 0;
+  s.nlocks = 0;
   s.clk_base = s.clk_max = 0;
   s.lanes = false;
   if (!s.on) return;
@@ -369,8 +396,16 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
     std::free(s.acquired);
     std::free(s.lock_at);
     std::free(s.lock_depth);
+    std::free(s.lock_narrow);
+    std::free(s.cs_acquire);
+    std::free(s.cs_since);
+    std::free(s.cs_handed);
     s.lock_at = static_cast<uintptr_t*>(std::calloc(threads_per_group, sizeof(uintptr_t)));
     s.lock_depth = static_cast<uint32_t*>(std::calloc(threads_per_group, sizeof(uint32_t)));
+    s.lock_narrow = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
+    s.cs_acquire = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
+    s.cs_since = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
+    s.cs_handed = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.fenced = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.acquired = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.thread_cap = threads_per_group;
@@ -400,19 +435,20 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   s.width = width < kMaxWidth ? width : kMaxWidth;
   s.ep_tg = s.ep_dev = 0;
   s.compact_launch = s.compact_on = !fibers;
+  s.published = 0;
   s.nregions = s.nbuffers;  // shared slots register again as they are allocated
   set_last(&no_region);
   clear_misses();
-  if (s.thread_marks) {  // cleared (every slot) only after a group that set some
-    const size_t cap = s.thread_cap;
-    std::memset(s.fenced, 0, cap);
-    std::memset(s.lock_at, 0, cap * sizeof(uintptr_t));
-    std::memset(s.lock_depth, 0, cap * sizeof(uint32_t));
-    std::memset(s.acquired, 0, cap);
-    s.thread_marks = false;
-  }
+  std::memset(s.fenced, 0, nthreads);
+  std::memset(s.lock_at, 0, nthreads * sizeof(uintptr_t));
+  std::memset(s.lock_depth, 0, nthreads * sizeof(uint32_t));
+  std::memset(s.lock_narrow, 0, nthreads);
+  std::memset(s.cs_acquire, 0, nthreads);
+  std::memset(s.cs_since, 0, nthreads);
+  std::memset(s.cs_handed, 0, nthreads);
   s.held = 0;
   s.spin_count = 0;
+  std::memset(s.acquired, 0, nthreads);
   s.lanes = fibers;
   if (!fibers) return;
   uint32_t need = nthreads * s.width;
@@ -426,9 +462,39 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   for (uint32_t i = 0; i < nthreads; ++i) s.vc[i * s.width + i % s.width] = s.clk_base;
 }
 
-// kLockedBit when thread `t` holds a lock.
-CN_NOTSAN __attribute__((always_inline)) inline uint32_t locked_bit(const ThreadInfo* t) {
-  return st.held && st.lock_depth[t->lin] ? kLockedBit : 0;
+// How an access of thread `t` is protected by the lock it holds: kLockedBit when fences make the
+// critical section order it (see State::cs_acquire), with kNarrowBit when only within its group
+// (a block-scoped lock or block fences); 0 when it holds no lock or the fences are missing.
+// A plain access (`plain`) then needs a fence before the release.
+CN_NOTSAN __attribute__((always_inline)) inline uint32_t locked_bit(const ThreadInfo* t,
+                                                                    bool plain) {
+  if (!st.held || !st.lock_depth[t->lin]) return 0;
+  uint32_t lin = t->lin;
+  uint32_t level = st.lock_narrow[lin] ? 1 : 2;
+  level = st.cs_acquire[lin] < level ? st.cs_acquire[lin] : level;
+  level = st.cs_handed[lin] < level ? st.cs_handed[lin] : level;
+  if (plain) st.cs_since[lin] = 0;
+  return level == 0 ? 0 : level == 1 ? kLockedBit | kNarrowBit : kLockedBit;
+}
+
+// The level of the release that last handed over the lock at `at` (2 for a lock not seen yet).
+CN_NOTSAN inline uint8_t& lock_slot(uintptr_t at) {
+  State& s = st;
+  for (int k = 0; k < s.nlocks; ++k) {
+    if (s.lock_addr[k] == at) return s.lock_level[k];
+  }
+  int k = s.nlocks < State::kLockSlots ? s.nlocks++ : State::kLockSlots - 1;
+  s.lock_addr[k] = at;
+  s.lock_level[k] = 2;
+  return s.lock_level[k];
+}
+
+// The running thread releases its lock at `at`: the next holder's accesses are ordered after its
+// own only as far as a fence after its last access under the lock reaches.
+CN_NOTSAN inline void lock_released(uintptr_t at, uint32_t lin) {
+  State& s = st;
+  uint8_t level = s.lock_narrow[lin] ? 1 : 2;
+  lock_slot(at) = s.cs_since[lin] < level ? s.cs_since[lin] : level;
 }
 
 // A shared slot was placed for this group.
@@ -462,7 +528,10 @@ CN_NOTSAN inline void barrier(int flags) {
   if (!s.on) return;
   s.compact_on = false;  // compact records carry no epoch: from here on, entries only
   if (flags & BARRIER_SHARED) s.ep_tg = uint16_t((s.ep_tg + 1) & kEpochMask);
-  if (flags & BARRIER_DEVICE) s.ep_dev = uint16_t((s.ep_dev + 1) & kEpochMask);
+  if (flags & BARRIER_DEVICE) {
+    s.ep_dev = uint16_t((s.ep_dev + 1) & kEpochMask);
+    s.published = 0;
+  }
 }
 
 // The lanes of SIMD group `sub` in `lanes` (non-null) took part in one exchange.
@@ -493,8 +562,18 @@ CN_NOTSAN inline void lanes_synced(Fiber** lanes, uint32_t w, uint32_t sub, uint
 CN_NOTSAN inline void fence() {
   State& s = st;
   if (!s.on || !g.cur) return;
-  s.fenced[g.cur->lin] = 1;
-  s.thread_marks = true;
+  uint32_t lin = g.cur->lin;
+  s.fenced[lin] = 1;
+  if (s.cs_acquire) s.cs_acquire[lin] = s.cs_since[lin] = 2;
+}
+
+// A fence that orders memory for the running thread's group only (__threadfence_block).
+CN_NOTSAN inline void fence_block() {
+  State& s = st;
+  if (!s.on || !g.cur || !s.cs_acquire) return;
+  uint32_t lin = g.cur->lin;
+  if (s.cs_acquire[lin] < 1) s.cs_acquire[lin] = 1;
+  if (s.cs_since[lin] < 1) s.cs_since[lin] = 1;
 }
 
 // Thrown out of a thread that spins on an atomic nothing changes (caught by the launch glue).
@@ -551,10 +630,16 @@ CN_NOTSAN inline void sync_op(const volatile void* p, uint64_t old, uint64_t now
   uint32_t& depth = s.lock_depth[t->lin];
   if (lock_like && old == 0 && now != 0 && (depth == 0 || s.lock_at[t->lin] == at)) {
     s.lock_at[t->lin] = at;
-    s.thread_marks = true;
+    if (depth == 0) {
+      s.lock_narrow[t->lin] = s.block_depth > 0;
+      s.cs_acquire[t->lin] = 0;
+      s.cs_since[t->lin] = 2;
+      s.cs_handed[t->lin] = lock_slot(at);
+    }
     ++depth;
     ++s.held;
   } else if (now == 0 && depth && s.lock_at[t->lin] == at) {
+    if (depth == 1) lock_released(at, t->lin);
     --depth;
     --s.held;
   }
@@ -621,7 +706,7 @@ CN_NOTSAN inline bool ordered(const Rec& p, bool shared, uint16_t epoch, const T
   uint32_t plin = pt - s.gfirst;
   if (plin >= s.dsz) {
     if (shared) return true;  // another group's instance of the array
-    if (!s.released || !s.acquired[t->lin]) return false;
+    if (!s.released || !s.acquired[t->lin] || (p.pc & kLateBit)) return false;
     uint64_t pg = pt / s.dsz;
     return pg < s.ngroups && s.released[pg] > (p.epoch & kEpochMask);
   }
@@ -650,8 +735,10 @@ CN_NOTSAN __attribute__((always_inline)) inline bool conflicts(const Rec& q, boo
                                                               uint16_t epoch, const ThreadInfo* t) {
   if (!live(q) || q.thread == me.thread) return false;
   if ((q.clock & me.clock & 0xF000) == 0) return false;  // different bytes of the granule
-  if (q.pc & me.pc & kLockedBit) return false;            // both inside critical sections
-  if (atomic && (q.epoch & kAtomicBit)) return false;
+  // Block scope (a block-scoped atomic or lock) orders nothing between threads of two groups.
+  const bool narrow = ((q.pc | me.pc) & kNarrowBit) && uint32_t(q.thread - 1 - st.gfirst) >= st.dsz;
+  if ((q.pc & me.pc & kLockedBit) && !narrow) return false;  // both inside critical sections
+  if (atomic && (q.epoch & kAtomicBit) && !narrow) return false;
   if (cas && !q_write && !(q.epoch & kAtomicBit)) return false;          // CAS vs plain read
   if (!write && !atomic && q_write && (q.epoch & kCasBit)) return false;  // plain read vs CAS
   return !ordered(q, shared, epoch, t);
@@ -705,6 +792,7 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
   if (!atomic && write && s.held && plain_release(a, t)) {
     // `lock = 0` by the thread holding the lock: a release, ordered like an atomic.
     atomic = true;
+    if (s.lock_depth[t->lin] == 1) lock_released(a, t->lin);
     --s.lock_depth[t->lin];
     --s.held;
   }
@@ -712,7 +800,9 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
   const uint16_t epoch = shared ? s.ep_tg : s.ep_dev;
   Rec me;
   me.thread = s.gfirst + t->lin + 1;
-  me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) | (s.gen << 24) | locked_bit(t);
+  me.pc = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) | (s.gen << 24) |
+          locked_bit(t, !atomic);
+  if (atomic) me.pc = (me.pc & ~kNarrowBit) | (s.block_depth > 0 ? kNarrowBit : 0);
   const bool cas = s.cas_depth > 0;
   me.epoch = uint16_t(epoch | (atomic ? kAtomicBit : 0) | (cas ? kCasBit : 0));
   uint32_t clock = 0;
@@ -720,14 +810,18 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
     uint32_t own = s.vc[t->lin * s.width + t->lin % s.width] - s.clk_base;
     clock = own < kClockMax ? own : kClockMax;
   }
-  if (atomic && !shared) {
+  if (!atomic && write && !shared && s.held && s.lock_depth[t->lin]) {
+    s.fenced[t->lin] = 0;  // a write inside a critical section after its fence: not published
+  }
+  if (!atomic && !shared && s.published) me.pc |= kLateBit;
+  if (atomic && !shared && s.block_depth == 0) {  // a block-scoped one publishes nothing
     if (s.fenced[t->lin] && s.released && s.glin < s.ngroups) {
       uint16_t v = uint16_t(s.ep_dev + 1);
       if (v > s.released[s.glin]) s.released[s.glin] = v;
+      s.published = 1;
       s.fenced[t->lin] = 0;
     }
     s.acquired[t->lin] = 1;
-    s.thread_marks = true;
   }
   uintptr_t off = a - r->lo;
   uintptr_t end = off + (size ? size : 1);
@@ -827,7 +921,8 @@ CN_NOTSAN __attribute__((always_inline)) inline void access_hot(uintptr_t a, uin
     // the granule is this thread's alone and the access covers it whole, outside atomics and
     // locks; else the granule's Entry (access_in moves the compact word there first).
     const ThreadInfo* t = g.cur;
-    if (__builtin_expect(s.compact_on && (s.atomic_depth | int(s.held)) == 0 && t != nullptr &&
+    if (__builtin_expect(s.compact_on && (s.atomic_depth | int(s.held) | s.published) == 0 &&
+                             t != nullptr &&
                              n == s.hot_gsize && (off & (n - 1)) == 0 && off + n <= s.hot_len,
                          1)) {
       const uint32_t th = s.gfirst + t->lin + 1;
@@ -850,7 +945,7 @@ CN_NOTSAN __attribute__((always_inline)) inline void access_hot(uintptr_t a, uin
   }
   const ThreadInfo* t = g.cur;
   const uint32_t shift = s.hot_shift;
-  if (__builtin_expect(t != nullptr && (s.atomic_depth | int(s.held)) == 0 &&
+  if (__builtin_expect(t != nullptr && (s.atomic_depth | int(s.held) | s.published) == 0 &&
                            ((off ^ (off + n - 1)) >> shift) == 0 && off + n <= s.hot_len,
                        1)) {
     if (!Lanes && s.lanes) return access_hot_lanes(a, size, write, ret);
@@ -949,7 +1044,9 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
 #if CN_RACES
 #define CN_RACE_ATOMIC ::cn::race::AtomicScope cn_atomic_scope_
 #define CN_RACE_CAS ::cn::race::CasScope cn_atomic_scope_
+#define CN_RACE_BLOCK_SCOPE ::cn::race::BlockScope cn_block_scope_
 #define CN_RACE_FENCE() ::cn::race::fence()
+#define CN_RACE_FENCE_BLOCK() ::cn::race::fence_block()
 // Around each thread's call in the launch glue: a thread stopped in a spin-wait ends there.
 #define CN_RACE_TRY try {
 #define CN_RACE_CATCH } catch (const ::cn::race::Stuck&) {}
@@ -1101,7 +1198,9 @@ CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_atomic_signal_fence(
 #else
 #define CN_RACE_ATOMIC (void)0
 #define CN_RACE_CAS (void)0
+#define CN_RACE_BLOCK_SCOPE (void)0
 #define CN_RACE_FENCE() (void)0
+#define CN_RACE_FENCE_BLOCK() (void)0
 #define CN_RACE_SYNC(P, OLD, NOW, WROTE, LOCK) (void)0
 #define CN_RACE_TRY
 #define CN_RACE_CATCH
