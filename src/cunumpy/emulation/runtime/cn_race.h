@@ -904,6 +904,38 @@ CN_NOTSAN __attribute__((noinline)) inline Region* find_other(uintptr_t a) {
   return nullptr;
 }
 
+// A tracked access in a loop-mode launch (no lane clocks, no barrier epochs) to a buffer: the
+// compact word, while the granule is this thread's alone and the access covers it whole,
+// outside atomics and locks; else the granule's Entry (access_in moves the compact word there).
+CN_NOTSAN __attribute__((always_inline)) inline void access_compact(uintptr_t a, uint32_t size,
+                                                                   bool write, void* ret) {
+  State& s = st;
+  const uintptr_t off = a - s.hot_lo;
+  const uint32_t n = size ? size : 1;
+  const ThreadInfo* t = g.cur;
+  if (__builtin_expect(s.compact_on && (s.atomic_depth | int(s.held) | s.published) == 0 &&
+                           t != nullptr && n == s.hot_gsize && (off & (n - 1)) == 0 &&
+                           off + n <= s.hot_len,
+                       1)) {
+    const uint32_t th = s.gfirst + t->lin + 1;
+    const uint32_t gen = s.gen;
+    uint64_t& c = s.hot_compact[off >> s.hot_shift];
+    const uint64_t cur = c;
+    const uint32_t hi = uint32_t(cur >> 32);
+    const uint32_t mine = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) |
+                          (write ? kWroteBit : 0) | (gen << 24);
+    if ((hi >> 24) != gen) {  // untouched in this launch
+      c = uint64_t(th) | (uint64_t(mine) << 32);
+      return;
+    }
+    if (uint32_t(cur) == th) {  // this thread's: a write, or a read after a read, replaces it
+      if (write || !(hi & kWroteBit)) c = uint64_t(th) | (uint64_t(mine) << 32);
+      return;
+    }
+  }
+  access_in(s.last, a, size, write, ret);
+}
+
 // A tracked access (`a` in the hot region: the region of the last tracked access, its bounds and
 // shadow copied into State): a fast path for the common case of a granule that no other thread
 // has touched in this launch (or only this thread), outside atomics and locks, which needs no
@@ -916,33 +948,7 @@ CN_NOTSAN __attribute__((always_inline)) inline void access_hot(uintptr_t a, uin
   State& s = st;
   const uintptr_t off = a - s.hot_lo;
   const uint32_t n = size ? size : 1;
-  if (!Lanes && s.hot_compact) {
-    // A loop-mode launch (no lane clocks, no barrier epochs), a buffer: the compact word, while
-    // the granule is this thread's alone and the access covers it whole, outside atomics and
-    // locks; else the granule's Entry (access_in moves the compact word there first).
-    const ThreadInfo* t = g.cur;
-    if (__builtin_expect(s.compact_on && (s.atomic_depth | int(s.held) | s.published) == 0 &&
-                             t != nullptr &&
-                             n == s.hot_gsize && (off & (n - 1)) == 0 && off + n <= s.hot_len,
-                         1)) {
-      const uint32_t th = s.gfirst + t->lin + 1;
-      const uint32_t gen = s.gen;
-      uint64_t& c = s.hot_compact[off >> s.hot_shift];
-      const uint64_t cur = c;
-      const uint32_t hi = uint32_t(cur >> 32);
-      const uint32_t mine = (uint32_t(uintptr_t(ret) - s.base - 1) & kPcMask) |
-                            (write ? kWroteBit : 0) | (gen << 24);
-      if ((hi >> 24) != gen) {  // untouched in this launch
-        c = uint64_t(th) | (uint64_t(mine) << 32);
-        return;
-      }
-      if (uint32_t(cur) == th) {  // this thread's: a write, or a read after a read, replaces it
-        if (write || !(hi & kWroteBit)) c = uint64_t(th) | (uint64_t(mine) << 32);
-        return;
-      }
-    }
-    return access_in(s.last, a, size, write, ret);
-  }
+  if (!Lanes && s.hot_compact) return access_compact(a, size, write, ret);
   const ThreadInfo* t = g.cur;
   const uint32_t shift = s.hot_shift;
   if (__builtin_expect(t != nullptr && (s.atomic_depth | int(s.held) | s.published) == 0 &&
@@ -991,6 +997,10 @@ template <uint32_t N, bool W>
 CN_NOTSAN __attribute__((noinline)) void access_hot_n(uintptr_t a, void* ret) {
   access_hot<false>(a, N, W, ret);
 }
+template <uint32_t N, bool W>
+CN_NOTSAN __attribute__((noinline)) void access_compact_n(uintptr_t a, void* ret) {
+  access_compact(a, N, W, ret);
+}
 CN_NOTSAN __attribute__((noinline)) inline void access_hot_any(uintptr_t a, uint32_t size,
                                                               bool write, void* ret) {
   access_hot<false>(a, size, write, ret);
@@ -1025,7 +1035,10 @@ template <uint32_t N, bool W>
 CN_NOTSAN __attribute__((always_inline)) inline void access_n(const void* p, void* ret) {
   const uintptr_t a = uintptr_t(p);
   const int w = where(a);
-  if (w == 1) return access_hot_n<N, W>(a, ret);
+  if (w == 1) {
+    if (st.hot_compact) return access_compact_n<N, W>(a, ret);
+    return access_hot_n<N, W>(a, ret);
+  }
   if (w == 0) access_miss_n<N, W>(a, ret);
 }
 
