@@ -28,9 +28,9 @@
 // by DeviceVar objects the CUDA rewriter appends to their declarations); the kernel's memcpy,
 // memmove and memset calls reach cn_race_memcpy & co (cn_cuda.h renames them in user code).
 //
-// Shadow state: one Entry per granule (44 bytes: the last write and the last two reads, 12 bytes
-// each, and the thread that owns them all if one does, 8 bytes): 4 bytes of a buffer (its
-// element size when smaller), the element size of a shared array (up to 4 bytes). Records name
+// Shadow state: one Entry per granule (the last write and the last two reads, 12 bytes each: 36
+// bytes): 4 bytes of a buffer (its element size when smaller), the element size of a shared
+// array (up to 4 bytes). Records name
 // their thread, the barrier epoch of its group, its lane's clock, the bytes of the granule
 // touched, whether the thread held a lock, and the access's code address (turned into file:line
 // by the Python side). Nothing is cleared between groups or barriers: records carry the group
@@ -39,9 +39,10 @@
 // (8 bytes): in a launch that runs its threads as a loop (no barriers, no lane clocks), a
 // granule that one thread alone has touched, with whole-granule plain accesses, is recorded
 // there only (the thread, its last access's code address, whether it wrote); the first access
-// that needs more moves it into the Entry. Per access, the fast paths (access_hot) are a test of
-// the address against the region of the last access and, for tracked memory, one load and
-// compare of the compact word (or of the Entry's owner) and one to four stores.
+// that needs more moves it into the Entry. Per access, the fast paths (access_compact,
+// access_hot) are a test of the address against the region of the last access and, for tracked
+// memory, one load and compare of the compact word (or of the Entry's records) and one to three
+// stores.
 #ifndef CN_RACE_H
 #define CN_RACE_H
 
@@ -78,17 +79,10 @@ CN_NOTSAN __attribute__((always_inline)) inline uint16_t byte_mask(uint32_t lo, 
   return uint16_t((((1u << (hi - lo)) - 1u) << lo) << 12);
 }
 
-// The records of one granule, and which thread they belong to: `owner` is 1 + the linear number
-// of the only thread with live records in the launch numbered `owner_gen` (shared memory: the
-// only thread of the running group), 0 when two threads have some. When the running thread owns
-// the granule (or it is untouched in this launch) no conflict is possible: the access only
-// records itself (the fast path of access()).
 struct Entry {
-  uint32_t owner = 0;
-  uint32_t owner_gen = 0;
   Rec w, r1, r2;
 };
-static_assert(sizeof(Entry) == 44, "Entry: 44 bytes of shadow per granule");
+static_assert(sizeof(Entry) == 36, "Entry: 36 bytes of shadow per granule");
 
 // A compact word: the shadow of a buffer granule in a launch that runs its threads as a loop (no
 // fibers, so no barrier epoch and no lane clock), while one thread only has touched it. Low 32
@@ -101,10 +95,6 @@ CN_NOTSAN __attribute__((always_inline)) inline uint64_t compact_full(uint32_t g
   return uint64_t(gen << 24) << 32;
 }
 
-// Entry::owner and Entry::owner_gen as one word.
-CN_NOTSAN __attribute__((always_inline)) inline uint64_t owner_key(uint32_t thread, uint32_t gen) {
-  return uint64_t(thread) | (uint64_t(gen) << 32);
-}
 
 struct Region {
   uintptr_t lo = 0, hi = 0;
@@ -744,21 +734,6 @@ CN_NOTSAN __attribute__((always_inline)) inline bool conflicts(const Rec& q, boo
   return !ordered(q, shared, epoch, t);
 }
 
-// The thread of every live record of `e` (for shared memory, of the running group), or 0 when
-// they are of two threads.
-CN_NOTSAN inline uint32_t sole_owner(const Entry& e, bool shared) {
-  const State& s = st;
-  uint32_t who = 0;
-  const Rec* recs[3] = {&e.w, &e.r1, &e.r2};
-  for (const Rec* q : recs) {
-    if (!live(*q)) continue;
-    if (shared && q->thread - 1 - s.gfirst >= s.dsz) continue;  // another group's instance
-    if (who && q->thread != who) return 0;
-    who = q->thread;
-  }
-  return who;
-}
-
 // A granule's compact word moved into its Entry, which holds its records from here on: the record
 // of a thread's whole-granule accesses, made with no lock held, no atomic, at epoch 0 (a loop has
 // no barriers) and lane clock 0.
@@ -775,8 +750,6 @@ CN_NOTSAN inline void to_entry(uint64_t& c, Entry& e, uint8_t shift) {
     e.w = (hi & kWroteBit) ? q : Rec{};
     e.r1 = (hi & kWroteBit) ? Rec{} : q;
     e.r2 = Rec{};
-    e.owner = q.thread;
-    e.owner_gen = gen;
   }
   // Not touched in this launch: the Entry's records are of earlier launches (never live).
   c = compact_full(gen);
@@ -879,8 +852,6 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
         e.r2 = me;
       }
     }
-    e.owner = sole_owner(e, shared);
-    e.owner_gen = s.gen;
   }
 #undef CN_CONFLICTS
 }
@@ -958,10 +929,8 @@ CN_NOTSAN __attribute__((always_inline)) inline void access_hot(uintptr_t a, uin
     const uint32_t th = s.gfirst + t->lin + 1;
     const uint32_t gen = s.gen;
     Entry& e = s.hot_shadow[off >> shift];
-    uint64_t owner;
-    __builtin_memcpy(&owner, &e.owner, sizeof(owner));
-    const uint64_t key = owner_key(th, gen);
-    if (owner == key || (owner >> 32) != gen) {
+#define CN_QUIET(Q) ((Q).thread == th || ((Q).pc >> 24) != gen)
+    if (write ? (CN_QUIET(e.w) && CN_QUIET(e.r1) && CN_QUIET(e.r2)) : (CN_QUIET(e.w) && CN_QUIET(e.r1))) {
       Rec me;
       me.thread = th;
       // No lock is held (s.held is 0): no kLockedBit.
@@ -983,9 +952,9 @@ CN_NOTSAN __attribute__((always_inline)) inline void access_hot(uintptr_t a, uin
       } else {
         e.r1 = me;
       }
-      __builtin_memcpy(&e.owner, &key, sizeof(key));
       return;
     }
+#undef CN_QUIET
   }
   access_in(s.last, a, size, write, ret);
 }
