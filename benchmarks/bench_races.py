@@ -9,9 +9,10 @@ Target: at most 3x a checked launch. Race-checked launches run their groups seri
 ratio is taken against a serial checked launch (``CUNUMPY_EMULATOR_THREADS=1``); where the
 emulator has that setting, the checked launch on the default worker threads is printed too.
 Times are per call, in ms, and include the call path (argument checks, copies). Shadow memory:
-52 bytes per 4-byte granule of each writable buffer (per element for 1- and 2-byte types; of
-which 44 are only touched for a granule that two threads, an atomic, a partial access or a
-launch with barriers touch), and 44 per element (up to 4 bytes) of each shared array.
+44 bytes per 4-byte granule of each writable buffer (per element for 1- and 2-byte types; of
+which 36, the entry, are only touched for a granule that two threads, an atomic, a partial
+access or a launch with barriers touch), and 36 per element (up to 4 bytes) of each shared
+array.
 
 Usage: ``python benchmarks/bench_races.py [--n N] [--repeat R] [--json PATH]``.
 """
