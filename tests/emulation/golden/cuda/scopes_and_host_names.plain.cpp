@@ -12,7 +12,7 @@ __device__ int cn_user_index[2]; static ::cn::race::DeviceVar cn_device_var_0(&c
 static const int table[3] = {1, 2, 3};
 extern "C++" {
 __device__ float combine(const float* p, int i, coeffs::Pair q) { return p[i] * q.a + q.b; }
-__global__ void apply(int n, const float* x, float* y) {
+__global__ void apply(const ::cn::ThreadInfo& cn_this_thread, int n, const float* x, float* y) {
     auto& tile = ::cn::tg_alloc<float[32]>(0);
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     coeffs::Pair q = {coeffs::gamma[i & 3], (float)table[i % 3]};
@@ -32,11 +32,13 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   ::cn::cuda::dynamic_shared_bytes = cn_meta[0];
   ::cn::cuda::ub_mode = d->buffers[3].extent >= 24 ? cn_meta[1] : 0;
   ::cn::cuda::ub_report = d->buffers[3].extent >= 24 ? reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;
-  const ::cn::cuda::ValArg a0{d->buffers[0].data, d->buffers[0].extent, "n"};
+  if (d->buffers[0].extent != sizeof(int)) return -2;
+  int a0;
+  std::memcpy(&a0, d->buffers[0].data, sizeof a0);
   const ::cn::cuda::PtrArg a1{d->buffers[1].data, d->buffers[1].extent, 1};
   const ::cn::cuda::PtrArg a2{d->buffers[2].data, d->buffers[2].extent, 2};
   auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
-    CN_RACE_TRY apply(a0, a1, a2); CN_RACE_CATCH
+    CN_RACE_TRY apply(t, a0, a1, a2); CN_RACE_CATCH
   };
   int rc = cn::run_grid<true, false>(d, 1, cn_fn);
   std::fflush(stdout);

@@ -2,7 +2,7 @@
 #line 1 "scale_pow.cu"
 
 template <typename T, int N>
-__global__ void scale_pow(const T* x, T* y, long long n) {
+__global__ void scale_pow(const ::cn::ThreadInfo& cn_this_thread, const T* x, T* y, long long n) {
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i >= n) return;
     T v = x[i], r = 1;
@@ -19,9 +19,11 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   ::cn::cuda::ub_report = d->buffers[3].extent >= 24 ? reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;
   const ::cn::cuda::PtrArg a0{d->buffers[0].data, d->buffers[0].extent, 0};
   const ::cn::cuda::PtrArg a1{d->buffers[1].data, d->buffers[1].extent, 1};
-  const ::cn::cuda::ValArg a2{d->buffers[2].data, d->buffers[2].extent, "n"};
+  if (d->buffers[2].extent != sizeof(long long)) return -2;
+  long long a2;
+  std::memcpy(&a2, d->buffers[2].data, sizeof a2);
   auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
-    CN_RACE_TRY scale_pow<double, 3>(a0, a1, a2); CN_RACE_CATCH
+    CN_RACE_TRY scale_pow<double, 3>(t, a0, a1, a2); CN_RACE_CATCH
   };
   int rc = cn::run_grid<false, false>(d, 0, cn_fn);
   std::fflush(stdout);
