@@ -82,8 +82,9 @@
 
 // The emulator's own loads and stores made from instrumented code (the grid walk, the builtins)
 // in race-checking builds: as inline assembly, which the instrumentation does not see, so that
-// they cost nothing more than a plain access (elsewhere, and on other processors, plain ones).
-#if CN_RACES && (defined(__x86_64__) || defined(__aarch64__))
+// they cost nothing more than a plain access (x86-64; elsewhere, plain accesses, which the
+// race checker sees as accesses to untracked memory).
+#if CN_RACES && defined(__x86_64__)
 #define CN_QUIET_ASM 1
 #else
 #define CN_QUIET_ASM 0
@@ -91,17 +92,9 @@
 template <class T>
 CN_NOTSAN __attribute__((always_inline)) inline T quiet_load(const T* p) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "quiet_load: 4 or 8 bytes");
-#if CN_QUIET_ASM && defined(__x86_64__)
+#if CN_QUIET_ASM
   T v;
   asm("mov %1, %0" : "=r"(v) : "m"(*p));
-  return v;
-#elif CN_QUIET_ASM
-  T v;
-  if constexpr (sizeof(T) == 4) {
-    asm("ldr %w0, [%1]" : "=r"(v) : "r"(p), "m"(*p));
-  } else {
-    asm("ldr %x0, [%1]" : "=r"(v) : "r"(p), "m"(*p));
-  }
   return v;
 #else
   return *p;
@@ -110,14 +103,8 @@ CN_NOTSAN __attribute__((always_inline)) inline T quiet_load(const T* p) {
 template <class T>
 CN_NOTSAN __attribute__((always_inline)) inline void quiet_store(T* p, T v) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "quiet_store: 4 or 8 bytes");
-#if CN_QUIET_ASM && defined(__x86_64__)
+#if CN_QUIET_ASM
   asm("mov %1, %0" : "=m"(*p) : "r"(v));
-#elif CN_QUIET_ASM
-  if constexpr (sizeof(T) == 4) {
-    asm("str %w1, [%2]" : "=m"(*p) : "r"(v), "r"(p));
-  } else {
-    asm("str %x1, [%2]" : "=m"(*p) : "r"(v), "r"(p));
-  }
 #else
   *p = v;
 #endif
