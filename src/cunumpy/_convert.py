@@ -66,6 +66,18 @@ def _cupy_staging(nbytes: int) -> Any:
 
 def _cupy_to_host(a: Any, out: np.ndarray | None) -> np.ndarray:
     staging = _cupy_staging(a.nbytes)
+    if staging is not None and out is not None and a.flags.c_contiguous:
+        import cupy
+
+        from cunumpy._pinning import cupy_pinned
+
+        if cupy_pinned(cupy).prepare(out):  # a destination used again: pinned, one DMA
+            runtime = cupy.cuda.runtime
+            stream = cupy.cuda.get_current_stream()
+            runtime.memcpyAsync(out.ctypes.data, a.data.ptr, a.nbytes,
+                                runtime.memcpyDeviceToHost, stream.ptr)
+            stream.synchronize()
+            return out
     if staging is not None and staging.lock.acquire(blocking=False):
         try:
             if not a.flags.c_contiguous:
@@ -102,7 +114,10 @@ def to_numpy(a: Any, out: np.ndarray | None = None) -> np.ndarray:
     -----
     CuPy arrays of at least ``CUNUMPY_STAGING_THRESHOLD`` bytes (default 16 MiB) are copied in
     chunks through pinned staging buffers, with the host side spread over threads; smaller
-    ones through ``cupy.ndarray.get``. Either way the copy is one ``to_host`` event.
+    ones through ``cupy.ndarray.get``. An ``out=`` array of 32 MiB or more that is filled a
+    second time is pinned in place (``cudaHostRegister``, up to 8 GiB of such arrays, unpinned
+    when the array is freed) and filled in one DMA from then on. Either way the copy is one
+    ``to_host`` event.
     """
     if out is not None:
         if not hasattr(a, "shape") or not hasattr(a, "dtype"):

@@ -195,3 +195,37 @@ def test_flag_published_with_a_fence_is_not_a_race() -> None:
     emulate_cuda_kernel(CudaKernel(src, "pub"), y, np.zeros(1, np.int32), grid=2, block=32,
                         options=RACES)
     assert y[6] == 42
+
+
+MESSAGE = """
+extern "C" __global__ void mp(int* y) {
+    int t = threadIdx.x, b = blockIdx.x;
+    if (b == 0 && t == 0) { y[0] = 5; FENCE atomicExch(&y[127], 1); }
+    else if (b == READER && t == TR) { while (atomicAdd(&y[127], 0) == 0) {} y[1] = y[0]; }
+}
+"""
+
+
+@pytest.mark.parametrize(("reader", "fence", "racy"), [
+    ((0, 32), "", True),
+    ((0, 32), "__threadfence_block();", False),
+    ((0, 32), "__threadfence();", False),
+    ((1, 0), "", True),
+    ((1, 0), "__threadfence_block();", True),
+    ((1, 0), "__threadfence();", False),
+], ids=["warps-no-fence", "warps-block-fence", "warps-fence", "blocks-no-fence",
+        "blocks-block-fence", "blocks-fence"])
+def test_message_passing_through_a_flag(reader: tuple[int, int], fence: str, racy: bool) -> None:
+    # A write, a fence, then an atomic that raises a flag: a thread that sees the flag through
+    # an atomic reads the write ordered, when the fence's scope reaches it.
+    src = (MESSAGE.replace("FENCE", fence).replace("READER", str(reader[0]))
+           .replace("TR", str(reader[1])))
+    y = np.zeros(128, np.int32)
+    run = lambda: emulate_cuda_kernel(CudaKernel(src, "mp"), y, grid=2, block=64,  # noqa: E731
+                                      options=RACES)
+    if racy:
+        with pytest.raises(DataRaceError, match=r"argument 'y' .*index 0: read by thread"):
+            run()
+    else:
+        run()
+        assert y[1] == 5

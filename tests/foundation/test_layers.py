@@ -2,7 +2,7 @@
 
 Layers, bottom first (a module may import from its own layer or below):
 
-0. base: ``config``, ``profiling``, ``_backend``, ``_convert``, ``_staging``, ``_version``,
+0. base: ``config``, ``profiling``, ``_backend``, ``_convert``, ``_staging``, ``_pinning``, ``_version``,
    ``_cuda_common`` (CUDA limits and errors)
 1. ``_lang``: kernel-language text (tokenizer, preprocessor, signatures, type names)
 2. ``emulation``: C++ translation, runtime headers, build, cache, launch
@@ -28,7 +28,7 @@ import cunumpy
 SRC = pathlib.Path(cunumpy.__file__).parent
 
 LAYERS = {
-    "config": 0, "profiling": 0, "_backend": 0, "_convert": 0, "_staging": 0, "_version": 0,
+    "config": 0, "profiling": 0, "_backend": 0, "_convert": 0, "_staging": 0, "_pinning": 0, "_version": 0,
     "_cuda_common": 0,
     "_lang": 1, "emulation": 2, "_engines": 3, "kernels": 4, "": 5, "testing": 6, "cli": 7,
     "__main__": 7,

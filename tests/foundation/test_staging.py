@@ -198,3 +198,29 @@ def test_staged_copies_of_views_and_dtypes_on_the_gpu(monkeypatch):
     np.testing.assert_array_equal(xp.to_numpy(xp.to_cupy(c16)), c16)
     monkeypatch.setenv("CUNUMPY_STAGING_THRESHOLD", "off")
     np.testing.assert_array_equal(xp.to_numpy(xp.to_cupy(c16)), c16)
+
+
+@pytest.mark.requires_cuda
+def test_a_reused_out_array_is_pinned_and_unpinned_on_the_gpu():
+    import gc
+
+    import cupy
+
+    from cunumpy._pinning import cupy_pinned
+
+    pinned = cupy_pinned(cupy)
+    n = (64 << 20) // 4
+    host = np.random.default_rng(7).integers(0, 1000, n).astype(np.float32)  # sums are exact
+    d = xp.to_cupy(host)
+    out = np.empty_like(host)
+    with count_transfers() as c:
+        for k in range(3):
+            d += 1
+            assert xp.to_numpy(d, out=out) is out
+            np.testing.assert_array_equal(out, host + np.float32(k + 1))
+    assert pinned.is_pinned(out)
+    assert (c.to_host, c.bytes_to_host) == (3, 3 * host.nbytes)
+    before = pinned.pinned_bytes
+    del out
+    gc.collect()
+    assert pinned.pinned_bytes == before - host.nbytes

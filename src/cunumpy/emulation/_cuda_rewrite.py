@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cunumpy._lang.cuda_signature import strip_comments
+from cunumpy._lang.cuda_signature import _match_close, strip_comments
 from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy._lang.scopes import declared_name, enclosing_braces
 from cunumpy.emulation._cuda_device_vars import device_var_edits
@@ -452,15 +452,9 @@ _DECORATIONS = frozenset(
 
 
 def _matching(clean: str, open_paren: int) -> int:
-    depth = 0
-    for k in range(open_paren, len(clean)):
-        if clean[k] == "(":
-            depth += 1
-        elif clean[k] == ")":
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
+    """Index of the ``)`` closing the ``(`` at ``open_paren``; -1 if unbalanced."""
+    end = _match_close(clean, open_paren, "(", ")")
+    return end - 1 if end >= 0 else -1
 
 
 def _device_param_edits(text: str) -> list[tuple[int, int, str]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from cunumpy._lang.cuda_signature import _match_close
 from cunumpy.emulation._rewrite import Token, tokenize
 
 __all__ = ["THREAD_PARAM", "thread_param_edits"]
@@ -31,18 +32,6 @@ _SUBSCRIPT_AFTER = re.compile(r"[A-Za-z_0-9\])]$")
 """A ``[`` after one of these ends is a subscript or declarator, not a lambda introducer."""
 
 _LOCAL_TYPES = frozenset({"struct", "class", "union"})
-
-
-def _closing(text: str, open_paren: int) -> int:
-    depth = 0
-    for k in range(open_paren, len(text)):
-        if text[k] == "(":
-            depth += 1
-        elif text[k] == ")":
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
 
 
 def _body_allows(tokens: list[Token]) -> bool:
@@ -87,7 +76,7 @@ def thread_param_edits(
         if clean.find("{", m.end(), h.start()) >= 0:
             continue
         open_paren = h.end() - 1
-        close = _closing(clean, open_paren)
+        close = _match_close(clean, open_paren, "(", ")") - 1
         if close < 0:
             continue
         inner = clean[open_paren + 1:close]

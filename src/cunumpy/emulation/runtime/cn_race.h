@@ -180,6 +180,7 @@ struct State {
   uintptr_t base = 0;         // load address of this library
   uint16_t ep_tg = 0, ep_dev = 0;  // barrier epochs of the running group
   int32_t published = 0;  // the running group published its writes in this device epoch
+  uint16_t* thread_pub = nullptr;  // per thread of the group: 1 + the device epoch it published in
   bool lanes = false;
   bool on = false;
   uint32_t held = 0;  // locks held by threads of the running group
@@ -196,8 +197,8 @@ struct State {
   uint32_t glin = 0;
   uint32_t vc_cap = 0;
   // Fence-and-atomic publication between groups.
-  uint8_t* fenced = nullptr;    // per thread of the group: a device fence since its last atomic
-  uint8_t* acquired = nullptr;  // per thread of the group: has done an atomic
+  uint8_t* fenced = nullptr;    // per thread of the group: fence since its last atomic (1 block, 2 device)
+  uint8_t* acquired = nullptr;  // per thread: has done an atomic (1 group-scoped, 2 device-scoped)
   uint16_t* released = nullptr;  // per group: 1 + last device epoch published (0: none)
   uint64_t ngroups = 0;
   uint32_t thread_cap = 0;
@@ -390,12 +391,14 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
     std::free(s.cs_acquire);
     std::free(s.cs_since);
     std::free(s.cs_handed);
+    std::free(s.thread_pub);
     s.lock_at = static_cast<uintptr_t*>(std::calloc(threads_per_group, sizeof(uintptr_t)));
     s.lock_depth = static_cast<uint32_t*>(std::calloc(threads_per_group, sizeof(uint32_t)));
     s.lock_narrow = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.cs_acquire = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.cs_since = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.cs_handed = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
+    s.thread_pub = static_cast<uint16_t*>(std::calloc(threads_per_group, sizeof(uint16_t)));
     s.fenced = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.acquired = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.thread_cap = threads_per_group;
@@ -436,6 +439,7 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   std::memset(s.cs_acquire, 0, nthreads);
   std::memset(s.cs_since, 0, nthreads);
   std::memset(s.cs_handed, 0, nthreads);
+  std::memset(s.thread_pub, 0, nthreads * sizeof(uint16_t));
   s.held = 0;
   s.spin_count = 0;
   std::memset(s.acquired, 0, nthreads);
@@ -464,7 +468,8 @@ CN_NOTSAN __attribute__((always_inline)) inline uint32_t locked_bit(const Thread
   level = st.cs_acquire[lin] < level ? st.cs_acquire[lin] : level;
   level = st.cs_handed[lin] < level ? st.cs_handed[lin] : level;
   if (plain) st.cs_since[lin] = 0;
-  return level == 0 ? 0 : level == 1 ? kLockedBit | kNarrowBit : kLockedBit;
+  // kNarrowBit alone: inside a critical section without the fences (see unfenced()).
+  return level == 0 ? kNarrowBit : level == 1 ? kLockedBit | kNarrowBit : kLockedBit;
 }
 
 // The level of the release that last handed over the lock at `at` (2 for a lock not seen yet).
@@ -553,7 +558,7 @@ CN_NOTSAN inline void fence() {
   State& s = st;
   if (!s.on || !g.cur) return;
   uint32_t lin = g.cur->lin;
-  s.fenced[lin] = 1;
+  s.fenced[lin] = 2;
   if (s.cs_acquire) s.cs_acquire[lin] = s.cs_since[lin] = 2;
 }
 
@@ -562,6 +567,7 @@ CN_NOTSAN inline void fence_block() {
   State& s = st;
   if (!s.on || !g.cur || !s.cs_acquire) return;
   uint32_t lin = g.cur->lin;
+  if (s.fenced[lin] < 1) s.fenced[lin] = 1;
   if (s.cs_acquire[lin] < 1) s.cs_acquire[lin] = 1;
   if (s.cs_since[lin] < 1) s.cs_since[lin] = 1;
 }
@@ -690,17 +696,33 @@ CN_NOTSAN __attribute__((always_inline)) inline bool live(const Rec& r) {
   return r.thread && (r.pc >> 24) == st.gen;
 }
 
-CN_NOTSAN inline bool ordered(const Rec& p, bool shared, uint16_t epoch, const ThreadInfo* t) {
+// A plain access made inside a critical section whose fences are missing (locked_bit): it may
+// move out of the section, so no publication orders it.
+CN_NOTSAN __attribute__((always_inline)) inline bool unfenced(const Rec& r) {
+  return (r.pc & (kNarrowBit | kLockedBit)) == kNarrowBit && !(r.epoch & kAtomicBit);
+}
+
+// `publish`: publications (fence + atomic) may order the two accesses.
+CN_NOTSAN inline bool ordered(const Rec& p, bool shared, uint16_t epoch, const ThreadInfo* t,
+                              bool publish = true) {
   State& s = st;
   uint32_t pt = p.thread - 1;
   uint32_t plin = pt - s.gfirst;
+  publish = publish && !unfenced(p);
   if (plin >= s.dsz) {
     if (shared) return true;  // another group's instance of the array
-    if (!s.released || !s.acquired[t->lin] || (p.pc & kLateBit)) return false;
+    if (!publish || !s.released || s.acquired[t->lin] < 2 || (p.pc & kLateBit)) return false;
     uint64_t pg = pt / s.dsz;
     return pg < s.ngroups && s.released[pg] > (p.epoch & kEpochMask);
   }
   if ((p.epoch & kEpochMask) != epoch) return true;
+  // Message passing inside the group: a device write made before the group's first publication
+  // (fence + atomic) in this interval, by a thread that published, is ordered before an access
+  // of a thread that has done an atomic since (a flag raised with atomicExch and waited for).
+  if (publish && !shared && s.acquired[t->lin] && !(p.pc & kLateBit) &&
+      s.thread_pub[plin] == uint16_t(epoch + 1)) {
+    return true;
+  }
   if (!s.lanes) return false;
   const uint32_t W = s.width;
   if (plin / W != t->lin / W) return false;
@@ -731,7 +753,7 @@ CN_NOTSAN __attribute__((always_inline)) inline bool conflicts(const Rec& q, boo
   if (atomic && (q.epoch & kAtomicBit) && !narrow) return false;
   if (cas && !q_write && !(q.epoch & kAtomicBit)) return false;          // CAS vs plain read
   if (!write && !atomic && q_write && (q.epoch & kCasBit)) return false;  // plain read vs CAS
-  return !ordered(q, shared, epoch, t);
+  return !ordered(q, shared, epoch, t, !unfenced(me));
 }
 
 // A granule's compact word moved into its Entry, which holds its records from here on: the record
@@ -787,14 +809,23 @@ __attribute__((noinline)) CN_NOTSAN inline void access_in(Region* r, uintptr_t a
     s.fenced[t->lin] = 0;  // a write inside a critical section after its fence: not published
   }
   if (!atomic && !shared && s.published) me.pc |= kLateBit;
-  if (atomic && !shared && s.block_depth == 0) {  // a block-scoped one publishes nothing
-    if (s.fenced[t->lin] && s.released && s.glin < s.ngroups) {
+  if (atomic) {
+    // A fence then an atomic publishes the thread's earlier device writes: to the other groups
+    // when both are device-scoped and the atomic is on device memory, to its own group always.
+    // An atomic acquires likewise (acquired: 2 device-wide, 1 in the group).
+    const bool wide = !shared && s.block_depth == 0;
+    const uint8_t f = s.fenced[t->lin];
+    if (f) {
       uint16_t v = uint16_t(s.ep_dev + 1);
-      if (v > s.released[s.glin]) s.released[s.glin] = v;
+      if (wide && f >= 2 && s.released && s.glin < s.ngroups && v > s.released[s.glin]) {
+        s.released[s.glin] = v;
+      }
       s.published = 1;
+      s.thread_pub[t->lin] = v;
       s.fenced[t->lin] = 0;
     }
-    s.acquired[t->lin] = 1;
+    if (wide) s.acquired[t->lin] = 2;
+    else if (!s.acquired[t->lin]) s.acquired[t->lin] = 1;
   }
   uintptr_t off = a - r->lo;
   uintptr_t end = off + (size ? size : 1);
