@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Token", "tokenize"]
+__all__ = ["EXPRESSION_WORDS", "Token", "tokenize"]
 
 _TOKEN = re.compile(
     r"""
@@ -36,6 +36,10 @@ class Token:
     kind: str
     text: str
     start: int
+
+
+EXPRESSION_WORDS = frozenset({"return", "case", "else", "do", "co_return", "throw"})
+"""Keywords after which an expression starts: a ``[`` there is no subscript of them."""
 
 
 def tokenize(text: str) -> list[Token]:

@@ -36,8 +36,9 @@ from pathlib import Path
 from cunumpy._lang.cuda_signature import _match_close, strip_comments
 from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy._lang.scopes import declared_name, enclosing_braces
+from cunumpy._lang.tokens import EXPRESSION_WORDS
 from cunumpy.emulation._cuda_device_vars import device_var_edits
-from cunumpy.emulation._cuda_thread_param import thread_param_edits
+from cunumpy.emulation._cuda_thread_param import KernelHead, thread_param_edits
 from cunumpy.emulation._rewrite import (
     SharedDecl,
     Token,
@@ -336,9 +337,6 @@ def _declared_name(decl: str) -> str | None:
     return toks[k].text if k is not None and k == len(toks) - 1 else None
 
 
-_EXPRESSION_WORDS = frozenset({"return", "case", "else", "do", "co_return", "throw"})
-
-
 def _site_edits(sig: list[Token], names: set[str]) -> list[tuple[int, int, str]]:
     """Edits spelling ``x[i]`` as ``::cn::cuda::at_site(x, __LINE__, __FILE__)[i]`` for the
     checked names, so an out-of-bounds failure is reported with its line. Subscripts that may
@@ -350,7 +348,7 @@ def _site_edits(sig: list[Token], names: set[str]) -> list[tuple[int, int, str]]
         prev = sig[k - 1] if k else None
         if prev is not None and (
             prev.text in (".", "->", "::")
-            or (prev.kind == "ident" and prev.text not in _EXPRESSION_WORDS)
+            or (prev.kind == "ident" and prev.text not in EXPRESSION_WORDS)
         ):
             continue
         edits.append(
@@ -413,36 +411,28 @@ def _param_edits(text: str, kernel_name: str) -> list[tuple[int, int, str]]:
     return edits
 
 
-def _kernel_bodies(text: str, kernel_name: str) -> list[tuple[int, int]]:
-    """Offsets ``(open brace, close brace)`` of the bodies of ``__global__ kernel_name(...)``."""
-    from cunumpy._lang.cuda_signature import strip_comments
-
-    clean = strip_comments(text)
+def _kernel_heads(clean: str, kernel_name: str) -> list[KernelHead]:
+    """Every ``__global__ kernel_name(...)`` of ``clean`` (comments blanked): a declaration, or
+    a definition with its body."""
     short = kernel_name.rsplit("::", 1)[-1].split("<", 1)[0].strip()
     head = re.compile(r"\b" + re.escape(short) + r"\s*(?:<[^;{}()]*>\s*)?\(")
-    spans = []
+    heads = []
     for m in re.finditer(r"\b__global__\b", clean):
         h = head.search(clean, m.end())
-        if not h or clean.find(";", m.end(), h.start()) >= 0:
-            continue
+        if not h or any(clean.find(c, m.end(), h.start()) >= 0 for c in ";{"):
+            continue  # another function's name lies between
         close = _matching(clean, h.end() - 1)
         if close < 0:
             continue
         k = close + 1
         while k < len(clean) and clean[k] not in "{;":
             k += 1
-        if k >= len(clean) or clean[k] != "{":
-            continue
-        depth = 0
-        for e in range(k, len(clean)):
-            if clean[e] == "{":
-                depth += 1
-            elif clean[e] == "}":
-                depth -= 1
-                if depth == 0:
-                    spans.append((k, e))
-                    break
-    return spans
+        body = None
+        if k < len(clean) and clean[k] == "{":
+            end = _match_close(clean, k, "{", "}")
+            body = (k, end - 1) if end >= 0 else None
+        heads.append(KernelHead(h.end() - 1, close, body))
+    return heads
 
 
 _DECORATIONS = frozenset(
@@ -606,10 +596,12 @@ def rewrite_cuda(
             edits.append((t.start, t.start + len(t.text), expr))
     if not sync and _SYNC_WORD.search(text):
         sync = True  # named in a macro (or a comment): fibers, to be safe
+    clean = strip_comments(text)
+    heads = _kernel_heads(clean, kernel_name)
     if sync:
         # `return;` in the kernel's body: the thread left early and counts as arrived at later
         # barriers (all returns of the text when the body is not found).
-        bodies = _kernel_bodies(text, kernel_name) or [(0, len(text))]
+        bodies = [h.body for h in heads if h.body] or [(0, len(text))]
         for k, t in enumerate(sig[:-1]):
             if t.text == "return" and sig[k + 1].text == ";" and any(
                 s <= t.start < e for s, e in bodies
@@ -622,9 +614,7 @@ def rewrite_cuda(
     if checked_pointers == "all":
         param_edits += _device_param_edits(text)
     edits.extend(param_edits)
-    thread_edits = thread_param_edits(
-        strip_comments(text), kernel_name, _kernel_bodies(text, kernel_name)
-    )
+    thread_edits = thread_param_edits(clean, heads)
     edits.extend(thread_edits)
     edits.extend(device_var_edits(sig, inside))
     if checks:

@@ -19,11 +19,11 @@ through a macro, say), so that the launcher never calls a declaration that has n
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
-from cunumpy._lang.cuda_signature import _match_close
-from cunumpy.emulation._rewrite import Token, tokenize
+from cunumpy._lang.tokens import EXPRESSION_WORDS, Token, tokenize
 
-__all__ = ["THREAD_PARAM", "thread_param_edits"]
+__all__ = ["THREAD_PARAM", "KernelHead", "thread_param_edits"]
 
 THREAD_PARAM = "const ::cn::ThreadInfo& cn_this_thread"
 """The parameter added in front of the launched kernel's own."""
@@ -34,6 +34,15 @@ _SUBSCRIPT_AFTER = re.compile(r"[A-Za-z_0-9\])]$")
 _LOCAL_TYPES = frozenset({"struct", "class", "union"})
 
 
+class KernelHead(NamedTuple):
+    """One ``__global__ kernel_name(...)`` in the source (offsets into the text)."""
+
+    open_paren: int
+    close_paren: int
+    body: tuple[int, int] | None
+    """``(open brace, close brace)`` of a definition; None for a declaration."""
+
+
 def _body_allows(tokens: list[Token]) -> bool:
     """Whether every use of the parameter in these body tokens is one C++ accepts."""
     for k, t in enumerate(tokens):
@@ -42,7 +51,7 @@ def _body_allows(tokens: list[Token]) -> bool:
         if t.text != "[" or (k + 1 < len(tokens) and tokens[k + 1].text == "["):
             continue
         prev = tokens[k - 1].text if k else ""
-        if prev == "[" or (_SUBSCRIPT_AFTER.search(prev) and prev not in ("return",)):
+        if prev == "[" or (_SUBSCRIPT_AFTER.search(prev) and prev not in EXPRESSION_WORDS):
             continue
         # A lambda introducer: its captures must start with a default (`&` or `=`).
         first = tokens[k + 1].text if k + 1 < len(tokens) else ""
@@ -52,33 +61,18 @@ def _body_allows(tokens: list[Token]) -> bool:
     return True
 
 
-def thread_param_edits(
-    clean: str, kernel_name: str, bodies: list[tuple[int, int]]
-) -> list[tuple[int, int, str]]:
-    """Edits adding :data:`THREAD_PARAM` to every ``__global__ kernel_name(...)`` of ``clean``
-    (the source with comments blanked), or none when the kernel must keep its plain signature.
-
-    ``bodies`` are the ``(open brace, close brace)`` offsets of the kernel's definitions.
-    """
+def thread_param_edits(clean: str, heads: list[KernelHead]) -> list[tuple[int, int, str]]:
+    """Edits adding :data:`THREAD_PARAM` to every head of the launched kernel in ``clean`` (the
+    source with comments blanked), or none when the kernel must keep its plain signature."""
+    bodies = [h.body for h in heads if h.body]
     if not bodies:
         return []
     for start, stop in bodies:
         body = [t for t in tokenize(clean[start:stop + 1]) if t.kind not in ("ws", "comment")]
         if not _body_allows(body):
             return []
-    short = kernel_name.rsplit("::", 1)[-1].split("<", 1)[0].strip()
-    head = re.compile(r"\b" + re.escape(short) + r"\s*(?:<[^;{}()]*>\s*)?\(")
     edits = []
-    for m in re.finditer(r"\b__global__\b", clean):
-        h = head.search(clean, m.end())
-        if not h or clean.find(";", m.end(), h.start()) >= 0:
-            continue
-        if clean.find("{", m.end(), h.start()) >= 0:
-            continue
-        open_paren = h.end() - 1
-        close = _match_close(clean, open_paren, "(", ")") - 1
-        if close < 0:
-            continue
+    for open_paren, close, _ in heads:
         inner = clean[open_paren + 1:close]
         if inner.strip() in ("", "void"):
             newlines = inner.count("\n")

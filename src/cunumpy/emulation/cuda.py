@@ -246,14 +246,9 @@ def program_for(kernel: Any) -> CudaProgram:
 # ---------------------------------------------------------------------------------------------
 
 
-_PLAIN_SCALARS = frozenset({
-    "bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int",
-    "unsigned int", "long", "unsigned long", "long long", "unsigned long long", "float", "double",
-    "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
-    "size_t", "ptrdiff_t",
-})
-"""Value parameter types the launcher reads itself (language types, spelled as the front end
-normalises them); others (structs, vectors, typedefs, template types) convert per thread through
+_PLAIN_SCALARS = frozenset(name for name, dtype in C_TYPES.items() if dtype.kind in "biuf")
+"""Value parameter types the launcher reads itself (the language's scalar types, spelled as the
+front end normalises them); others (structs, vectors, typedefs, template types) convert per thread through
 ``cn::cuda::ValArg``."""
 
 

@@ -206,7 +206,7 @@ struct State {
   // thread of the group: the lock held and how many times.
   uintptr_t* lock_at = nullptr;
   uint32_t* lock_depth = nullptr;
-  uint8_t* lock_narrow = nullptr;  // per thread: its lock was taken by a block-scoped atomic
+  uint8_t* lock_scope = nullptr;  // per thread: its lock's scope (1 block, 2 device: the atomic's)
   int32_t block_depth = 0;         // inside a block-scoped atomic
   // Fences of a critical section, per thread, as levels (0 none, 1 block, 2 device): since the
   // lock was taken, since the thread's last access under it, and the level of the release that
@@ -387,14 +387,14 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
     std::free(s.acquired);
     std::free(s.lock_at);
     std::free(s.lock_depth);
-    std::free(s.lock_narrow);
+    std::free(s.lock_scope);
     std::free(s.cs_acquire);
     std::free(s.cs_since);
     std::free(s.cs_handed);
     std::free(s.thread_pub);
     s.lock_at = static_cast<uintptr_t*>(std::calloc(threads_per_group, sizeof(uintptr_t)));
     s.lock_depth = static_cast<uint32_t*>(std::calloc(threads_per_group, sizeof(uint32_t)));
-    s.lock_narrow = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
+    s.lock_scope = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.cs_acquire = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.cs_since = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
     s.cs_handed = static_cast<uint8_t*>(std::calloc(threads_per_group, 1));
@@ -435,7 +435,7 @@ CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads
   std::memset(s.fenced, 0, nthreads);
   std::memset(s.lock_at, 0, nthreads * sizeof(uintptr_t));
   std::memset(s.lock_depth, 0, nthreads * sizeof(uint32_t));
-  std::memset(s.lock_narrow, 0, nthreads);
+  std::memset(s.lock_scope, 0, nthreads);
   std::memset(s.cs_acquire, 0, nthreads);
   std::memset(s.cs_since, 0, nthreads);
   std::memset(s.cs_handed, 0, nthreads);
@@ -464,7 +464,7 @@ CN_NOTSAN __attribute__((always_inline)) inline uint32_t locked_bit(const Thread
                                                                     bool plain) {
   if (!st.held || !st.lock_depth[t->lin]) return 0;
   uint32_t lin = t->lin;
-  uint32_t level = st.lock_narrow[lin] ? 1 : 2;
+  uint32_t level = st.lock_scope[lin];
   level = st.cs_acquire[lin] < level ? st.cs_acquire[lin] : level;
   level = st.cs_handed[lin] < level ? st.cs_handed[lin] : level;
   if (plain) st.cs_since[lin] = 0;
@@ -488,8 +488,7 @@ CN_NOTSAN inline uint8_t& lock_slot(uintptr_t at) {
 // own only as far as a fence after its last access under the lock reaches.
 CN_NOTSAN inline void lock_released(uintptr_t at, uint32_t lin) {
   State& s = st;
-  uint8_t level = s.lock_narrow[lin] ? 1 : 2;
-  lock_slot(at) = s.cs_since[lin] < level ? s.cs_since[lin] : level;
+  lock_slot(at) = s.cs_since[lin] < s.lock_scope[lin] ? s.cs_since[lin] : s.lock_scope[lin];
 }
 
 // A shared slot was placed for this group.
@@ -627,7 +626,7 @@ CN_NOTSAN inline void sync_op(const volatile void* p, uint64_t old, uint64_t now
   if (lock_like && old == 0 && now != 0 && (depth == 0 || s.lock_at[t->lin] == at)) {
     s.lock_at[t->lin] = at;
     if (depth == 0) {
-      s.lock_narrow[t->lin] = s.block_depth > 0;
+      s.lock_scope[t->lin] = s.block_depth > 0 ? 1 : 2;
       s.cs_acquire[t->lin] = 0;
       s.cs_since[t->lin] = 2;
       s.cs_handed[t->lin] = lock_slot(at);
