@@ -418,13 +418,15 @@ def test_host_api_headers_have_stand_ins_for_nvrtc():
 
     k = CudaKernel("#include <cuda_runtime.h>\n__global__ void k(float* x) {}")
     code, options, expression = k._compile_inputs()
-    assert code == k.source and options[-1] == f"-I{_NVRTC_INCLUDE}" and expression == "k"
+    assert code == k.source and expression == "k"
+    assert options[-2:] == (f"-I{_NVRTC_INCLUDE}", "--pre-include=cunumpy_nvrtc.h")
     names = {p.name for p in _NVRTC_INCLUDE.iterdir()}
     assert {"cuda.h", "cuda_runtime.h", "device_launch_parameters.h", "stdint.h", "cstdint",
             "math.h", "cmath", "stdio.h", "assert.h", "float.h", "limits.h"} <= names
     for name in names:
         text = (_NVRTC_INCLUDE / name).read_text()
         assert "#pragma once" in text, name
-        # only CCCL's headers, which CuPy puts on NVRTC's include path, are included
-        assert all(line.startswith("#include <cuda/std/")
+        # only CCCL's headers, which CuPy puts on NVRTC's include path, and the pre-included
+        # cunumpy_nvrtc.h are included
+        assert all(line.startswith(("#include <cuda/std/", '#include "cunumpy_nvrtc.h"'))
                    for line in text.splitlines() if line.startswith("#include")), name

@@ -60,6 +60,8 @@ _C_NAMES: dict[str, str] = {
     "float64": "double",
     "complex64": "complex<float>",
     "complex128": "complex<double>",
+    "float16": "__half",
+    "bfloat16": "__nv_bfloat16",
 }
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -69,8 +71,10 @@ _GLOBAL = re.compile(r"\b__global__\b")
 def c_type_name(dtype: Any) -> str:
     """The C type that holds one element of ``dtype`` (``float32`` -> ``"float"``).
 
-    Used to write template arguments and messages. Raises TypeError for dtypes with no CUDA C
-    counterpart (float16, strings, objects).
+    Used to write template arguments and messages: ``float16`` is ``__half`` and ml_dtypes'
+    ``bfloat16`` is ``__nv_bfloat16`` (the kernel includes ``<cuda_fp16.h>`` or
+    ``<cuda_bf16.h>``). Raises TypeError for dtypes with no CUDA C counterpart (strings,
+    objects, ``float128``).
     """
     dt = np.dtype(dtype)
     try:
@@ -390,6 +394,8 @@ def _parse_param(
             f"parameter {index} ({original}) is a C++ reference; kernel parameters must be "
             "pointers or values"
         )
+    if "*" not in text and decls is not None:
+        text = _pointer_alias(text, decls)
     array = False
     bracket = re.search(r"\[\s*\]\s*$", text)
     if bracket:
@@ -458,6 +464,25 @@ def _parse_param(
         name, ctype, pointer, const, r.dtype, original, r.kind, r.align, r.base, r.lanes,
         r.reason, concrete if concrete != ctype else "",
     )
+
+
+def _pointer_alias(text: str, decls: Declarations) -> str:
+    """``text`` with a type word that is an alias of a pointer type (``typedef float* fptr;``,
+    ``using cptr = const float*;``) written out: ``fptr x`` -> ``float* x``. A ``const`` beside
+    the alias qualifies the pointer itself (``const fptr x`` is ``float* const x``)."""
+    words = re.findall(r"[A-Za-z_]\w*", text)
+    for word in words:
+        targets = decls.aliases.get(word)
+        if not targets or len(targets) != 1 or targets[0].count("*") != 1:
+            continue
+        target = targets[0]
+        if not target.rstrip().endswith("*"):
+            continue
+        rest = re.sub(r"\b" + re.escape(word) + r"\b", "", text, count=1)
+        const_ptr = re.search(r"\bconst\b", rest) is not None
+        rest = re.sub(r"\bconst\b", "", rest)
+        return f"{target}{' const' if const_ptr else ''} {' '.join(rest.split())}"
+    return text
 
 
 def _template_text(arg: str, template_types: Mapping[str, Any]) -> str:

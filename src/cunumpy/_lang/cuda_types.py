@@ -240,8 +240,10 @@ def resolve(
     decls = decls or Declarations()
     scalars = C_TYPES if scalars is None else scalars
     name = _strip_namespace(ctype)
-    if name.startswith("struct "):
-        name = name[7:]
+    for tag in ("struct ", "enum class ", "enum struct ", "enum ", "class ", "union "):
+        if name.startswith(tag):
+            name = name[len(tag):]
+            break
     if name in scalars:
         dt = scalars[name]
         return Resolved(dt, dt.itemsize, "complex" if dt.kind == "c" else "scalar", spelled=ctype)

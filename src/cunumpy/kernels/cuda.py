@@ -419,8 +419,9 @@ class CudaKernel:
                 code = f"{code}\n// cunumpy: included headers sha256 {digest}\n"
             # The stand-ins for host-API headers (cuda.h, cuda_runtime.h) come after the
             # user's folders and before the toolkit's, which CuPy appends.
+            # cunumpy_nvrtc.h, before the kernel: the host overloads nvcc's device code sees.
             options = self.options + tuple(f"-I{d}" for d in self.include_dirs) + (
-                f"-I{_NVRTC_INCLUDE}",
+                f"-I{_NVRTC_INCLUDE}", "--pre-include=cunumpy_nvrtc.h",
             )
             self._compile_cache = (code, options, self._name_expression)
         return self._compile_cache

@@ -54,6 +54,15 @@
 #define __CUDACC__ 1
 #define __CUDACC_RTC__ 1
 #define __CUDA_ARCH__ 900
+// The toolkit a compute-capability 9.0 build sees (the CUDA 13.0 of the cupy engine's NVRTC):
+// nvcc includes cuda_runtime.h in every translation unit, so these are always defined.
+#define __CUDACC_VER_MAJOR__ 13
+#define __CUDACC_VER_MINOR__ 0
+#define __CUDACC_VER_BUILD__ 88
+#define CUDART_VERSION 13000
+#define CUDA_VERSION 13000
+#define __CUDART_API_VERSION 13000
+#define __CUDA_ARCH_LIST__ 900
 #define CUNUMPY_EMULATION 1
 
 // ---------------------------------------------------------------------------------------------

@@ -3,3 +3,7 @@
 // in the C library (stdlib.h), which NVRTC cannot open. This folder is searched before the
 // toolkit's include folder.
 #pragma once
+// The toolkit's version, as its cuda.h defines it (NVRTC defines CUDART_VERSION itself).
+#ifndef CUDA_VERSION
+#define CUDA_VERSION CUDART_VERSION
+#endif
