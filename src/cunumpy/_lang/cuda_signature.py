@@ -3,9 +3,11 @@
 The parser reads CUDA C++ source as text: it removes comments and string literals, finds the
 ``__global__`` functions, and splits the parameter list of the chosen one. It understands
 ``extern "C"``, ``template <...>`` heads, ``__launch_bounds__(...)``, the qualifiers ``const``,
-``volatile``, ``__restrict__`` (and ``__restrict``), pointers and ``T x[]`` parameters. It does
-not run the preprocessor: a parameter list built by a macro cannot be parsed, and such a kernel
-must be created with ``check_signature=False``.
+``volatile``, ``__restrict__`` (and ``__restrict``), pointers and ``T x[]`` parameters. Of the
+preprocessor it runs the conditionals (:mod:`cunumpy._lang.cuda_preprocess`) and the macros that
+define kernels (:mod:`cunumpy._lang.cuda_macros`: a kernel stamped out by a function-like
+macro is found, with its parameters); any other parameter list built by a macro cannot be
+parsed, and such a kernel must be created with ``check_signature=False``.
 
 A parameter is either a *pointer* (an array argument: C-contiguous, exactly the pointee's dtype)
 or a *scalar* (a number converted to the C type). Types outside :data:`C_TYPES` (vector types
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from cunumpy._lang.c_types import _INT_WORDS, _QUALIFIERS, C_TYPES, _normalise_type
+from cunumpy._lang.cuda_macros import expand_kernel_macros
 from cunumpy._lang.cuda_preprocess import active_text, macro_types
 from cunumpy._lang.cuda_types import (
     VECTOR_TYPES,
@@ -526,11 +529,21 @@ def _parse_template_head(text: str) -> tuple[TemplateParam, ...]:
 
 
 @functools.lru_cache(maxsize=32)
-def _prepared(source: str, defines: tuple[tuple[str, str | None], ...]) -> tuple[str, list[_Found]]:
-    """The cleaned active text of ``source`` and its ``__global__`` functions (cached: one
-    source often gives several kernels, and a template is parsed twice)."""
-    clean = strip_comments(active_text(source, defines))
-    return clean, _find_all(clean)
+def _prepared(
+    source: str, defines: tuple[tuple[str, str | None], ...], headers: tuple[str, ...] = ()
+) -> tuple[str, list[_Found], str]:
+    """The cleaned active text of ``source``, its ``__global__`` functions and the source with
+    kernel-defining macros expanded (cached: one source often gives several kernels, and a
+    template is parsed twice)."""
+    active = active_text(source, defines)
+    if "__global__" in source or any("__global__" in h for h in headers):
+        kept = tuple(active_text(h, defines) for h in headers)
+        expanded = expand_kernel_macros(source, active, kept)
+        if expanded is not source:
+            active = expand_kernel_macros(active, active, kept)
+            source = expanded
+    clean = strip_comments(active)
+    return clean, _find_all(clean), source
 
 
 def split_template_name(name: str) -> tuple[str, list[str] | None]:
@@ -583,7 +596,7 @@ def parse_signature(
     NotImplementedError
         A parameter is a reference or a pointer to a pointer.
     """
-    clean, found = _prepared(source, tuple(defines))
+    clean, found, source = _prepared(source, tuple(defines), tuple(headers))
     if not found:
         raise ValueError("the source defines no __global__ function")
     if name is None:

@@ -88,6 +88,7 @@ import numpy as np
 
 from cunumpy import config
 from cunumpy._cuda_common import DEFAULT_LIMITS, CudaCompileError
+from cunumpy._lang.cuda_macros import expand_kernel_macros
 from cunumpy._lang.cuda_preprocess import active_text, defines_from_options
 from cunumpy._lang.cuda_signature import C_TYPES, CudaParam
 from cunumpy.emulation import _build, _launch
@@ -281,6 +282,8 @@ def generate_source(
         program.source, program.label, folder, program.include_dirs, prefix,
         defines=program.defines,
     )
+    # Kernels stamped out by macros are rewritten as the compiler will see them.
+    text = expand_kernel_macros(text, active_text(text, program.defines))
     text = rename_user_typedefs(text, keep=program.name.rsplit("::", 1)[-1])
     # Scan only what the preprocessor keeps: an inactive `typedef __nv_bfloat16 T;` is no use.
     refused = unsupported_features(active_text(text, program.defines))
