@@ -7,12 +7,14 @@ import pytest
 from .cases import CASES as BASE_CASES
 from .cases import Case
 from .cases_builtins import CASES as BUILTIN_CASES
+from .cases_half import CASES as HALF_CASES
 from .cases_headers import CASES as HEADER_CASES
 from .cases_launch import CASES as LAUNCH_CASES
 from .cases_realworld import CASES as REALWORLD_CASES
 from .harness import assert_case
 
-CASES = BASE_CASES + LAUNCH_CASES + REALWORLD_CASES + HEADER_CASES + BUILTIN_CASES
+CASES = (BASE_CASES + LAUNCH_CASES + REALWORLD_CASES + HEADER_CASES + BUILTIN_CASES
+         + HALF_CASES)
 
 
 def test_enough_cases() -> None:

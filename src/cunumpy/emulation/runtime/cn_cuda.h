@@ -833,35 +833,7 @@ inline long long clock64() {
 typedef _Float16 __half;
 typedef _Float16 half;
 struct alignas(4) __half2 { __half x, y; };
-inline __half __float2half(float f) { return __half(f); }
-inline __half __float2half_rn(float f) { return __half(f); }
-inline float __half2float(__half h) { return float(h); }
-inline __half __double2half(double d) { return __half(d); }
-inline __half2 __floats2half2_rn(float a, float b) { return __half2{__half(a), __half(b)}; }
-inline __half2 __float2half2_rn(float a) { return __half2{__half(a), __half(a)}; }
-inline float __low2float(__half2 h) { return float(h.x); }
-inline float __high2float(__half2 h) { return float(h.y); }
-inline __half __hadd(__half a, __half b) { return __half(a + b); }
-inline __half __hsub(__half a, __half b) { return __half(a - b); }
-inline __half __hmul(__half a, __half b) { return __half(a * b); }
-inline __half __hdiv(__half a, __half b) { return __half(a / b); }
-// The _rn forms forbid contraction into an FMA; the emulator never contracts, so they are the same.
-inline __half __hadd_rn(__half a, __half b) { return __hadd(a, b); }
-inline __half __hsub_rn(__half a, __half b) { return __hsub(a, b); }
-inline __half __hmul_rn(__half a, __half b) { return __hmul(a, b); }
-inline __half __hneg(__half a) { return __half(-a); }
-inline __half __hfma(__half a, __half b, __half c) { return __half(float(a) * float(b) + float(c)); }
-inline __half hsqrt(__half a) { return __half(sqrtf(float(a))); }
-inline __half hexp(__half a) { return __half(expf(float(a))); }
-inline __half hlog(__half a) { return __half(logf(float(a))); }
-inline bool __hlt(__half a, __half b) { return a < b; }
-inline bool __hgt(__half a, __half b) { return a > b; }
-inline bool __heq(__half a, __half b) { return a == b; }
-inline bool __hisnan(__half a) { return a != a; }
-inline __half __hmin(__half a, __half b) { return b < a ? b : a; }
-inline __half __hmax(__half a, __half b) { return a < b ? b : a; }
-inline __half2 __hadd2(__half2 a, __half2 b) { return __half2{__half(a.x + b.x), __half(a.y + b.y)}; }
-inline __half2 __hmul2(__half2 a, __half2 b) { return __half2{__half(a.x * b.x), __half(a.y * b.y)}; }
+typedef __half2 half2;
 #endif
 
 #include "cn_cuda_fp16.h"
