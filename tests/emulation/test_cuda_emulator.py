@@ -566,12 +566,46 @@ extern "C" __global__ void helpers(int n, const float* x, float* y) {
     np.testing.assert_array_equal(y, [1, 2, 3, 4, 5, 6, 7, 0])
 
 
-def test_device_template_on_raw_pointers_falls_back_with_a_warning():
-    from cunumpy.emulation import EmulatorWarning
+def test_device_templates_deduce_from_raw_and_checked_pointers():
+    import warnings
+
+    from cunumpy.emulation import OutOfBoundsError
     from cunumpy.emulation.cuda import run_cuda
 
     k = K(r"""
 template <class T> __device__ T load(const T* p, int i) { return p[i]; }
+template <class T, class U> __device__ void stats(const T* x, int n, U& mean, U* buf) {
+    mean = U(0);
+    for (int j = 0; j < n; ++j) mean += U(x[j]) / U(n);
+    buf[threadIdx.x] = mean;
+}
+extern "C" __global__ void total(int n, const float* x, float* y) {
+    __shared__ float part[64];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float m;
+    stats(x, n, m, part);                 // checked pointer and shared array
+    y[i] = load(&x[0], i) + load(x, i) + load(y, i) * 0.0f + part[threadIdx.x] - m;
+}
+""")
+    x = np.arange(128, dtype=np.float32)
+    y = np.zeros(128, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to raw pointers
+        run_cuda(k, (128, x, y), (2, 1, 1), (64, 1, 1))
+    np.testing.assert_array_equal(y, 2 * x)
+    # the template's own accesses stay checked: n past the end is reported inside stats
+    with pytest.raises(OutOfBoundsError, match=r"argument 'x' \(float32\[128\]\): index 128"):
+        run_cuda(k, (129, x, y), (2, 1, 1), (64, 1, 1))
+
+
+def test_member_template_on_raw_pointers_falls_back_with_a_warning():
+    from cunumpy.emulation import EmulatorWarning
+    from cunumpy.emulation.cuda import run_cuda
+
+    k = K(r"""
+struct Loader {
+    template <class T> __device__ static T load(const T* p, int i) { return p[i]; }
+};
 __device__ float block_total(float v) {
     __shared__ float part[64];
     part[threadIdx.x] = v;
@@ -583,7 +617,7 @@ __device__ float block_total(float v) {
 extern "C" __global__ void total(int n, const float* x, float* y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     const float4* x4 = reinterpret_cast<const float4*>(x);
-    float t = block_total(load(&x[0], i));
+    float t = block_total(Loader::load(&x[0], i));
     if (i < n) y[i] = t + x4[0].y;
 }
 """)

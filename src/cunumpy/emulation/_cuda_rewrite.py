@@ -38,6 +38,7 @@ from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy._lang.scopes import declared_name, enclosing_braces
 from cunumpy._lang.tokens import EXPRESSION_WORDS
 from cunumpy.emulation._cuda_device_vars import device_var_edits
+from cunumpy.emulation._cuda_forward import declaration_end, forwarder, template_head
 from cunumpy.emulation._cuda_thread_param import KernelHead, thread_param_edits
 from cunumpy.emulation._rewrite import (
     SharedDecl,
@@ -450,11 +451,13 @@ def _matching(clean: str, open_paren: int) -> int:
 def _device_param_edits(text: str) -> list[tuple[int, int, str]]:
     """Edits turning the pointer parameters of ``__device__`` functions into ``cn::ptr``
     declarations, so arrays passed on to helpers stay checked (a raw pointer passed to such a
-    parameter becomes an unchecked ``cn::ptr``)."""
+    parameter becomes an unchecked ``cn::ptr``; a function template gets a forwarder so that it
+    deduces from raw pointers too, :mod:`._cuda_forward`)."""
     from cunumpy._lang.cuda_signature import strip_comments
 
     clean = strip_comments(text)
     edits = []
+    forwarded: set[str] = set()
     ident_before = re.compile(r"([A-Za-z_]\w*)\s*$")
     for m in re.finditer(r"\b__device__\b", clean):
         k = m.end()
@@ -479,12 +482,30 @@ def _device_param_edits(text: str) -> list[tuple[int, int, str]]:
         close = _matching(clean, open_paren)
         if close < 0:
             continue
+        changed = False
         for s, e in _split_params(clean, open_paren + 1, close):
             new = checked_param(clean[s:e])
             if new is None:
                 continue
+            changed = True
             edits.append((s, e, " " + new + "\n" * clean.count("\n", s, e)))
+        name = ident_before.search(clean, 0, open_paren)
+        head = template_head(clean, m.start()) if changed and name else None
+        if (head and name.group(1) not in forwarded and name.group(1) != "operator"
+                and clean[:name.start(1)].rstrip()[-2:] != "::" and _at_namespace_scope(clean, m.start())):
+            end = declaration_end(clean, close)
+            twin = forwarder(name.group(1), head, clean[open_paren + 1:close])
+            if end > 0 and twin:
+                forwarded.add(name.group(1))
+                edits.append((end, end, twin))
     return edits
+
+
+def _at_namespace_scope(clean: str, at: int) -> bool:
+    """Whether offset ``at`` of ``clean`` lies outside every class and function body."""
+    sig = [t for t in tokenize(clean[:at]) if t.kind not in ("ws", "comment", "pp")]
+    kinds = enclosing_braces(sig + [Token("ident", "x", at)])[-1]
+    return all(k in _OPEN_SCOPES for k in kinds)
 
 
 _CUDA_LINKAGE_NEXT = frozenset(

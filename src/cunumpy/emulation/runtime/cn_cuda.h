@@ -527,6 +527,37 @@ template <class T> using arg_t = typename same<T>::type;
 }  // namespace cuda
 }  // namespace cn
 
+// Device function templates with checked pointer parameters deduce from raw pointers, checked
+// pointers and shared arrays alike through a forwarder (emulation/_cuda_forward.py): as_raw gives
+// the raw pointer the twin that deduces sees; if_pointer_arg_t enables the forwarder only when
+// some argument is a pointer or a shared array.
+namespace cn {
+namespace cuda {
+template <class T> struct checked_kind { static constexpr int value = 0; };
+template <class T> struct checked_kind<::cn::ptr<T>> { static constexpr int value = 1; };
+template <class T, int64_t N, int ID> struct checked_kind<::cn::tarr<T, N, ID>> {
+  static constexpr int value = 2;
+};
+template <class A>
+constexpr bool is_pointer_arg =
+    checked_kind<std::decay_t<A>>::value != 0 ||
+    (std::is_pointer<std::decay_t<A>>::value &&
+     !std::is_function<std::remove_pointer_t<std::decay_t<A>>>::value);
+template <class A>
+__attribute__((always_inline)) inline decltype(auto) as_raw(A&& a) {
+  if constexpr (checked_kind<std::decay_t<A>>::value == 1) {
+    return a.p;
+  } else if constexpr (checked_kind<std::decay_t<A>>::value == 2) {
+    return &a.a[0];
+  } else {
+    return static_cast<A&&>(a);
+  }
+}
+template <class... A>
+using if_pointer_arg_t = std::enable_if_t<(is_pointer_arg<A> || ...)>;
+}  // namespace cuda
+}  // namespace cn
+
 #define CN_ATOMIC(NAME, EXPR, LOCK)                                                        \
   template <class T>                                                                       \
   __attribute__((always_inline)) inline T NAME(T* p, cn::cuda::arg_t<T> val) {            \
