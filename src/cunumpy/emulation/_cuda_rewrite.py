@@ -504,7 +504,7 @@ def _device_param_edits(text: str) -> list[tuple[int, int, str]]:
 def _at_namespace_scope(clean: str, at: int) -> bool:
     """Whether offset ``at`` of ``clean`` lies outside every class and function body."""
     sig = [t for t in tokenize(clean[:at]) if t.kind not in ("ws", "comment", "pp")]
-    kinds = enclosing_braces(sig + [Token("ident", "x", at)])[-1]
+    kinds = enclosing_braces([*sig, Token("ident", "x", at)])[-1]
     return all(k in _OPEN_SCOPES for k in kinds)
 
 
