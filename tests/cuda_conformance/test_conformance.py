@@ -7,6 +7,7 @@ import pytest
 from .cases import CASES as BASE_CASES
 from .cases import Case
 from .cases_builtins import CASES as BUILTIN_CASES
+from .cases_constructs import CASES as CONSTRUCT_CASES
 from .cases_half import CASES as HALF_CASES
 from .cases_headers import CASES as HEADER_CASES
 from .cases_launch import CASES as LAUNCH_CASES
@@ -14,7 +15,7 @@ from .cases_realworld import CASES as REALWORLD_CASES
 from .harness import assert_case
 
 CASES = (BASE_CASES + LAUNCH_CASES + REALWORLD_CASES + HEADER_CASES + BUILTIN_CASES
-         + HALF_CASES)
+         + HALF_CASES + CONSTRUCT_CASES)
 
 
 def test_enough_cases() -> None:

@@ -690,7 +690,7 @@ def test_compile_errors_in_and_after_an_included_file_keep_their_lines(tmp_path)
 @pytest.mark.parametrize(
     ("snippet", "feature"),
     [
-        ('asm volatile("membar.gl;");', "inline PTX"),
+        ('asm volatile("cp.async.wait_all;");', "inline PTX 'cp.async.wait_all'"),
         ("cudaTextureObject_t t = 0; (void)t;", "texture objects"),
     ],
 )

@@ -198,7 +198,7 @@ extern "C" __global__ void tile64(int* y) {
 
 
 @pytest.mark.parametrize(("body", "what"), [
-    ('asm volatile("membar.gl;");', "inline PTX assembly"),
+    ('asm volatile("cp.async.wait_all;");', "inline PTX 'cp.async.wait_all'"),
     ("float v = tex1Dfetch<float>(t, 0);", "texture"),
     ("child<<<1, 1>>>(y);", "dynamic parallelism"),
 ])

@@ -657,8 +657,6 @@ def rewrite_cuda(
 
 
 _UNSUPPORTED_WORDS = {
-    "asm": "inline PTX assembly (asm)",
-    "__asm__": "inline PTX assembly (asm)",
     "tex1Dfetch": "texture fetches",
     "tex1D": "texture fetches",
     "tex2D": "texture fetches",

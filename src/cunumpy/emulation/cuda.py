@@ -94,6 +94,7 @@ from cunumpy._lang.cuda_signature import C_TYPES, CudaParam
 from cunumpy.emulation import _build, _launch
 from cunumpy.emulation._cuda_names import rename_user_typedefs
 from cunumpy.emulation._cuda_outputs import poison_and_check
+from cunumpy.emulation._cuda_ptx import rewrite_asm
 from cunumpy.emulation._cuda_rewrite import (
     CudaRewritten,
     inline_includes,
@@ -285,6 +286,8 @@ def generate_source(
     # Kernels stamped out by macros are rewritten as the compiler will see them.
     text = expand_kernel_macros(text, active_text(text, program.defines))
     text = rename_user_typedefs(text, keep=program.name.rsplit("::", 1)[-1])
+    # Inline PTX of the forms real kernels use becomes C++ (other PTX is refused by name).
+    text = rewrite_asm(text, prefix)
     # Scan only what the preprocessor keeps: an inactive `typedef __nv_bfloat16 T;` is no use.
     refused = unsupported_features(active_text(text, program.defines))
     if refused:
