@@ -236,7 +236,6 @@ class _Translator:
             t = next((m for m in reversed(mods) if m in _TYPES), None)
             if t is None:
                 raise _Refused(head)
-            vec = next((int(m[1:]) for m in mods if m in ("v2", "v4", "v8")), 1)
             size = _TYPES[t] // 8
             ctype = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}[size]
             if op == "ld":
