@@ -286,3 +286,46 @@ extern "C" __global__ void lltm_like(const float* x, float* y, int n) {
     atol=1e-5,
     features=("nvrtc-overloads",),
 )
+
+
+# 6. grid-wide synchronisation of a cooperative launch (every block resident) -----------------
+case(
+    id="cooperative_grid_sync",
+    name="normalise_in_one_launch",
+    source=r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+extern "C" __global__ void normalise_in_one_launch(const float* x, float* partial, float* y,
+                                                   float* total, int n) {
+    cg::grid_group grid = cg::this_grid();
+    cg::thread_block block = cg::this_thread_block();
+    __shared__ float s[128];
+    float acc = 0.0f;
+    for (int i = grid.thread_rank(); i < n; i += grid.size()) acc += x[i];
+    s[block.thread_rank()] = acc;
+    block.sync();
+    for (int k = block.size() / 2; k > 0; k >>= 1) {
+        if (block.thread_rank() < k) s[block.thread_rank()] += s[block.thread_rank() + k];
+        block.sync();
+    }
+    if (block.thread_rank() == 0) partial[blockIdx.x] = s[0];
+    grid.sync();                                   // every block's partial sum is written
+    if (grid.thread_rank() == 0) {
+        float t = 0.0f;
+        for (int b = 0; b < gridDim.x; ++b) t += partial[b];
+        total[0] = t;
+    }
+    cg::sync(grid);                                // the total is written
+    for (int i = grid.thread_rank(); i < n; i += grid.size()) y[i] = x[i] / total[0];
+}
+""",
+    inputs=lambda rng: [_f32(rng, 5000, 0.0, 1.0), np.zeros(12, np.float32),
+                        np.zeros(5000, np.float32), np.zeros(1, np.float32), 5000],
+    reference=lambda a: {2: (a[0] / a[0].astype(np.float64).sum()).astype(np.float32),
+                         3: np.array([a[0].astype(np.float64).sum()], np.float32)},
+    launch=lambda a: {"grid": 12, "block": 128},
+    rtol=1e-5,
+    atol=1e-7,
+    features=("cooperative-groups", "grid-sync"),
+)

@@ -140,7 +140,7 @@ extern "C" __global__ void tile_exit(int n, float* y) {
 
 
 # ---------------------------------------------------------------------------------------------
-# Cooperative groups: refused and misused
+# Cooperative groups: grid-wide sync, refused and misused
 # ---------------------------------------------------------------------------------------------
 
 CG = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
@@ -151,11 +151,36 @@ CG = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
     "auto grid = cg::this_grid(); grid.sync();",
     "cg::grid_group g = cg::this_grid(); cg::sync(g);",
 ])
-def test_grid_wide_sync_is_refused(body):
-    k = K(CG + 'extern "C" __global__ void gsync(float* y) { ' + body + " y[0] = 1; }")
-    with pytest.raises(NotImplementedError, match=r"\[emu-cuda kernel 'gsync'\] uses grid-wide "
-                       r"synchronisation .* not support; run this kernel on a GPU"):
-        k(np.zeros(4, np.float32))
+def test_grid_wide_sync_orders_every_block(body):
+    # Block b writes y[b], waits for the grid, then reads its neighbour's value: only a
+    # cooperative launch (every block resident) sees every neighbour's write.
+    k = K(CG + 'extern "C" __global__ void gsync(float* y, float* z) { '
+          "if (threadIdx.x == 0) y[blockIdx.x] = blockIdx.x + 1; " + body +
+          " if (threadIdx.x == 0) z[blockIdx.x] = y[(blockIdx.x + 1) % gridDim.x]; }")
+    y, z = np.zeros(6, np.float32), np.zeros(6, np.float32)
+    k(y, z, grid=6, block=32)
+    np.testing.assert_array_equal(z, np.roll(np.arange(1, 7, dtype=np.float32), -1))
+
+
+def test_grid_sync_skipped_by_a_block_is_reported():
+    from cunumpy.emulation import BarrierDivergenceError
+
+    k = K(CG + r"""
+extern "C" __global__ void early(float* y) {
+  if (blockIdx.x == 2) return;
+  cg::this_grid().sync();
+  y[blockIdx.x] = 1;
+}""")
+    with pytest.raises(BarrierDivergenceError, match=r"block 2 of the launch order finished "
+                       r"without reaching it"):
+        k(np.zeros(4, np.float32), grid=4, block=32)
+
+
+def test_cooperative_launch_larger_than_the_device_is_refused():
+    k = K(CG + 'extern "C" __global__ void big(float* y) { cg::this_grid().sync(); }')
+    with pytest.raises(EmulationError, match=r"does not fit on the device at once: at most 2 "
+                       r"such blocks per SM x 132 SMs = 264"):
+        k(np.zeros(4, np.float32), grid=265, block=1024)
 
 
 def test_grid_ranks_without_sync_run():

@@ -8,7 +8,9 @@ otherwise); the engine adds a comment with the digest of the included headers to
 text, so a header change also misses that cache.
 
 A launch calls the compiled ``cupy.cuda.Function`` directly (not ``RawKernel.__call__``), with
-the argument tuple the front end checked. Errors CUDA reports at launch are re-raised by the
+the argument tuple the front end checked; a kernel that synchronises the grid
+(``cg::this_grid().sync()``) is launched cooperatively (``cuLaunchCooperativeKernel``: every
+block resident, or the launch fails). Errors CUDA reports at launch are re-raised by the
 front end as :class:`~cunumpy.kernels.CudaLaunchError` naming the kernel, grid and block.
 """
 
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cunumpy._engines._cuda import DEFAULT_LIMITS, CudaCompileError, CudaEngine, CudaLimits
+from cunumpy._lang.cuda_features import uses_grid_sync
 
 if TYPE_CHECKING:  # pragma: no cover
     from cunumpy._engines._base import Program
@@ -255,7 +258,9 @@ class CupyEngine(CudaEngine):
 
             return unavailable
         cupy = self._module()
-        if cupy.cuda.runtime.getDeviceCount() == 1:
+        # A kernel that synchronises the grid needs every block resident: a cooperative launch.
+        cooperative = uses_grid_sync(program.source)
+        if cupy.cuda.runtime.getDeviceCount() == 1 and not cooperative:
             return self.compile(program, 0)
         get_device = cupy.cuda.runtime.getDevice
         functions: dict[int, Any] = {}
@@ -266,7 +271,10 @@ class CupyEngine(CudaEngine):
             function = functions.get(dev)
             if function is None:
                 function = functions[dev] = compile_for(program, dev)
-            function(grid, block, args, shared_mem, stream)
+            if cooperative:
+                function(grid, block, args, shared_mem, stream, enable_cooperative_groups=True)
+            else:
+                function(grid, block, args, shared_mem, stream)
 
         return go
 

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cunumpy._lang.cuda_features import uses_grid_sync
 from cunumpy._lang.cuda_signature import _match_close, strip_comments
 from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy._lang.scopes import declared_name, enclosing_braces
@@ -57,6 +58,7 @@ __all__ = [
     "noinline_qualifiers",
     "rewrite_cuda",
     "unsupported_features",
+    "uses_grid_sync",
 ]
 
 CUDA_SYNC_FUNCTIONS = frozenset(
@@ -668,7 +670,6 @@ _UNSUPPORTED_WORDS = {
 }
 
 
-_GRID_SYNC = "grid-wide synchronisation (cooperative groups grid_group::sync)"
 _CUPY_VIEWS = "CuPy's CArray/CIndexer (the array views of ElementwiseKernel code)"
 _CUB_PROVIDED = frozenset({
     "BlockReduce", "BlockScan", "WarpReduce", "WarpScan", "Sum", "Max", "Min",
@@ -684,40 +685,11 @@ _GROUP_WORDS = {
 }
 
 
-def _grid_syncs(sig: list[Token]) -> bool:
-    """Whether the text calls ``sync`` on a grid group (``this_grid().sync()``, ``g.sync()`` or
-    ``cg::sync(g)`` for ``g`` made by ``this_grid()`` or declared ``grid_group``)."""
-    texts = [t.text for t in sig]
-    grids: set[str] = set()
-    for k, t in enumerate(texts):
-        if t == "this_grid" and k + 4 < len(texts) and texts[k + 1:k + 5] == ["(", ")", ".", "sync"]:
-            return True
-        if t == "grid_group" and k + 1 < len(sig) and sig[k + 1].kind == "ident":
-            grids.add(texts[k + 1])
-        if t == "this_grid":
-            j = k - 1  # step back over a qualification (cg::, ::cooperative_groups::)
-            while j >= 1 and texts[j] == "::" and sig[j - 1].kind == "ident":
-                j -= 2
-            if j >= 0 and texts[j] == "::":
-                j -= 1
-            if j >= 1 and texts[j] == "=" and sig[j - 1].kind == "ident":
-                grids.add(texts[j - 1])
-    for k, t in enumerate(texts):
-        if t in grids and k + 2 < len(texts) and texts[k + 1] == "." and texts[k + 2] == "sync":
-            return True
-        if (t == "sync" and k + 2 < len(texts) and texts[k + 1] == "(" and texts[k + 2] in grids
-                and (k + 3 >= len(texts) or texts[k + 3] == ")")):
-            return True
-    return False
-
-
 def unsupported_features(text: str) -> list[str]:
-    """CUDA features in ``text`` the emulator refuses (inline PTX, textures, device launches,
-    grid-wide and cluster synchronisation)."""
+    """CUDA features in ``text`` the emulator refuses (textures, device launches, multi-device
+    groups and clusters)."""
     sig = [t for t in tokenize(text) if t.kind not in ("ws", "comment", "pp")]
     found: list[str] = []
-    if ("this_grid" in text or "grid_group" in text) and _grid_syncs(sig):
-        found.append(_GRID_SYNC)
     for k, t in enumerate(sig):
         what = None
         if t.kind == "ident" and t.text in _UNSUPPORTED_WORDS:

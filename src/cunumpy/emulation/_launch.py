@@ -30,6 +30,7 @@ ABI_VERSION = 3
 
 ERR_OOB, ERR_BARRIER, ERR_INACTIVE_LANE, ERR_SHARED_LIMIT, ERR_INTERNAL, ERR_RACE = 1, 2, 3, 4, 5, 6
 LAUNCH_RACES, LAUNCH_STRICT_BARRIERS, LAUNCH_PARALLEL, LAUNCH_SIGINT = 1, 2, 4, 8
+LAUNCH_COOPERATIVE = 16
 NO_STOP = 2**63 - 1
 _MAIN = threading.main_thread()
 
@@ -169,8 +170,12 @@ def launch(
     strict_barriers: bool = False,
     sync: bool = False,
     serial: bool = False,
+    cooperative: bool = False,
 ) -> None:
     """Run the kernel over ``grid`` threads in groups of ``group``; raise on the first failure.
+
+    ``cooperative`` runs every group at once (a cooperative launch, for grid-wide barriers:
+    ``runtime/cn_coop.h``), serially on this thread.
 
     ``races`` needs a race-checking build of the library; ``strict_barriers`` makes threads
     that returned before a barrier a divergence error instead of counting them as arrived.
@@ -201,6 +206,7 @@ def launch(
     counters = _Shared(0, NO_STOP, 0, 0)
     base = ctypes.addressof(counters)
     flags = (LAUNCH_RACES if races else 0) | (LAUNCH_STRICT_BARRIERS if strict_barriers else 0)
+    flags |= LAUNCH_COOPERATIVE if cooperative else 0
     desc = _LaunchDesc(
         abi=ABI_VERSION,
         nbuffers=n,
@@ -224,7 +230,7 @@ def launch(
         b = b or 1
         groups *= -(-g // b)
         threads *= g
-    workers = _workers.plan(threads, groups, sync, serial or races)
+    workers = _workers.plan(threads, groups, sync, serial or races or cooperative)
     watch = (
         _progress.watching(counters_done(counters), groups, f"{dialect.prefix(kernel)}")
         if threads >= 4096 else contextlib.nullcontext()

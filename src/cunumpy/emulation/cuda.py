@@ -101,6 +101,7 @@ from cunumpy.emulation._cuda_rewrite import (
     noinline_qualifiers,
     rewrite_cuda,
     unsupported_features,
+    uses_grid_sync,
 )
 from cunumpy.emulation._cuda_undefined import UbReport, check_report, meta_words
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
@@ -266,6 +267,9 @@ class Generated:
     """The user's files by ``#line`` name (for compile messages)."""
     prints: bool = False
     """The kernel calls ``printf``: its launches run serially (output in the serial order)."""
+    cooperative: bool = False
+    """The kernel synchronises the grid (``this_grid().sync()``): its launches are cooperative,
+    every block resident at once (``runtime/cn_coop.h``)."""
 
 
 def generate_source(
@@ -295,6 +299,7 @@ def generate_source(
             f"{prefix} uses {', '.join(refused)}, which the CUDA emulator (emu-cuda) does not "
             "support; run this kernel on a GPU (engine='cupy')"
         )
+    coop = uses_grid_sync(active_text(text, program.defines))
     rw: CudaRewritten = rewrite_cuda(
         text, checks=checks, kernel_name=program.name.rsplit("::", 1)[-1],
         checked_pointers=checked_pointers
@@ -348,7 +353,7 @@ def generate_source(
         f"    CN_RACE_TRY {program.call}({', '.join((['t'] if rw.thread_param else []) + names)});"
         " CN_RACE_CATCH",
         "  };",
-        f"  int rc = cn::run_grid<{'true' if rw.sync else 'false'}, "
+        f"  int rc = cn::run_grid<{'true' if rw.sync or coop else 'false'}, "
         f"{'true' if checks else 'false'}>(d, {nslots}, cn_fn);",
         "  std::fflush(stdout);",
         "  return rc;",
@@ -356,7 +361,8 @@ def generate_source(
         "",
     ]
     prints = re.search(r"\bprintf\s*\(", rw.text) is not None
-    return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync, texts, prints)
+    return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync or coop, texts, prints,
+                     coop)
 
 
 def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:
@@ -551,6 +557,29 @@ def _threads(prefix: str, grid: Sequence[int], block: Sequence[int]) -> tuple[tu
     return threads, b
 
 
+COOPERATIVE_SMS = 132
+"""Multiprocessors of the emulated device (an H200), for the co-residency limit of cooperative
+launches."""
+
+
+def _check_cooperative(prefix: str, threads: tuple, block: tuple, shared_mem: int) -> None:
+    """A cooperative launch must fit on the device at once, as cudaLaunchCooperativeKernel
+    demands: at most 32 blocks and 2048 threads per SM, and the SM's 228 KiB of shared memory."""
+    per_block = block[0] * block[1] * block[2]
+    blocks = 1
+    for t, b in zip(threads, block, strict=True):
+        blocks *= -(-t // b)
+    per_sm = min(32, 2048 // per_block, (228 * 1024) // shared_mem if shared_mem else 32)
+    if blocks > per_sm * COOPERATIVE_SMS:
+        raise EmulationError(
+            f"{prefix} a cooperative launch (the kernel calls grid.sync()) of {blocks} blocks of "
+            f"{per_block} threads does not fit on the device at once: at most {per_sm} such "
+            f"blocks per SM x {COOPERATIVE_SMS} SMs = {per_sm * COOPERATIVE_SMS} (the GPU "
+            "refuses it with cudaErrorCooperativeLaunchTooLarge); launch fewer blocks and loop "
+            "over the data"
+        )
+
+
 def run_cuda(
     program: CudaProgram | Any,
     args: Sequence[Any],
@@ -610,7 +639,16 @@ def run_cuda(
             program.prefix,
         )
         return
+    if opts.races and uses_grid_sync(active_text(program.source, program.defines)):
+        warnings.warn(
+            f"{program.prefix} race checking is off for this launch: the kernel synchronises the "
+            "grid (grid.sync()), and the emulator checks races of one block at a time",
+            EmulatorWarning, stacklevel=3,
+        )
+        opts = replace(opts, races=False)
     gen, lib = _variant(program, opts.checks, bool(opts.races))
+    if gen.cooperative:
+        _check_cooperative(program.prefix, threads, b, int(shared_mem))
     report = UbReport()
     buffers = _buffers(program, args, int(shared_mem), (opts.undefined, report))
     seed = opts.seed
@@ -627,7 +665,7 @@ def run_cuda(
                 races=bool(opts.races), strict_barriers=opts.strict_barriers,
                 shared=gen.shared + _dynamic_decls(gen, int(shared_mem)) if gen.dynamic
                 else gen.shared,
-                sync=gen.fibers, serial=gen.prints,
+                sync=gen.fibers, serial=gen.prints, cooperative=gen.cooperative,
             )
         except EmulationError:
             if opts.undefined == "warn":  # say what happened before the failure propagates

@@ -131,6 +131,7 @@ enum LaunchFlags : int32_t {
   LAUNCH_STRICT_BARRIERS = 2,  // threads that returned do not count as arrived at a barrier
   LAUNCH_PARALLEL = 4,         // other workers run groups of the same launch: real atomics
   LAUNCH_SIGINT = 8,           // catch SIGINT during the call: set *cancel (main thread only)
+  LAUNCH_COOPERATIVE = 16,     // a cooperative launch: every group co-resident (cn_coop.h)
 };
 
 enum BarrierFlags : int32_t { BARRIER_SHARED = 1, BARRIER_DEVICE = 2, BARRIER_ALL = 3 };
@@ -656,7 +657,7 @@ __attribute__((always_inline)) inline A& tg_alloc(int k) {
 // Fibers
 // ---------------------------------------------------------------------------------------------
 
-enum FiberState : int32_t { F_RUN = 0, F_BARRIER = 1, F_LANES = 2, F_DONE = 3 };
+enum FiberState : int32_t { F_RUN = 0, F_BARRIER = 1, F_LANES = 2, F_DONE = 3, F_GRID = 4 };
 
 struct Fiber;
 using Resolver = void (*)(Fiber** lanes, uint32_t width);  // lanes[i] null when inactive
@@ -740,6 +741,7 @@ struct Scheduler {
   uint32_t n_done = 0;
   uint32_t n_barrier = 0;
   uint32_t n_lanes = 0;
+  uint32_t n_grid = 0;  // fibers waiting at a grid-wide barrier (cooperative launches)
   int32_t barrier_line = 0;
   const char* barrier_file = nullptr;
   bool barrier_mismatch = false;
@@ -1099,10 +1101,13 @@ CN_NOTSAN __attribute__((noinline, cold)) inline void fail_divergence() {
   }
 }
 
+CN_NOTSAN void coop_yield();
+CN_NOTSAN void fail_grid_mix();
+
 CN_NOTSAN inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) {
   ensure_fibers(n);
   sched.n = n;
-  sched.n_done = sched.n_barrier = sched.n_lanes = 0;
+  sched.n_done = sched.n_barrier = sched.n_lanes = sched.n_grid = 0;
   sched.barrier_mismatch = false;
   uint32_t w = infos[0].width;
   for (uint32_t i = 0; i < n; ++i) {
@@ -1127,6 +1132,18 @@ CN_NOTSAN inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) 
         for (uint32_t s = 0; s < nsub; ++s) any |= resolve_lanes(s, false);
       }
       if (any) continue;
+    }
+    if (sched.n_grid) {
+      // The block's live threads all wait at a grid-wide barrier: the block waits for the
+      // others (cn_coop.h), then they go on together.
+      if (sched.n_barrier) { fail_grid_mix(); return; }
+      coop_yield();
+      if (g.abort) return;
+      for (uint32_t i = 0; i < n; ++i) {
+        if (sched.fibers[i].state == F_GRID) sched.fibers[i].state = F_RUN;
+      }
+      sched.n_grid = 0;
+      continue;
     }
     // Everything left waits at a barrier. Threads that returned count as arrived (as on the
     // hardware), unless strict barriers were asked for.
@@ -1160,6 +1177,12 @@ CN_NOTSAN inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) 
 
 template <class F>
 inline void call_functor(void* fn, const ThreadInfo& t) { (*static_cast<F*>(fn))(t); }
+
+}  // namespace cn
+
+#include "cn_coop.h"
+
+namespace cn {
 
 // ---------------------------------------------------------------------------------------------
 // The grid walk
@@ -1377,7 +1400,9 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
   auto halted = [&](int64_t q) CN_NOTSAN {
     return g.abort || (cancel && *cancel) || (stop && q > __atomic_load_n(stop, __ATOMIC_RELAXED));
   };
-  if (!d->next) {
+  if (Fibers && (d->flags & LAUNCH_COOPERATIVE)) {
+    run_cooperative(first, last, run_group);
+  } else if (!d->next) {
     for (int64_t q = first; q < last && !halted(q); ++q) {
       run_group(q);
       if (d->done) __atomic_store_n(d->done, q + 1 - first, __ATOMIC_RELAXED);

@@ -49,12 +49,8 @@ __attribute__((noinline, cold)) inline void bad_tile(unsigned n, int line, const
                    "thread_group tiles", n);
 }
 
-__attribute__((noinline, cold)) inline void grid_sync(int line, const char* file) {
-  ::cn::fail_fatal(::cn::ERR_INTERNAL, line, file,
-                   "grid-wide synchronisation (grid_group::sync) is not supported by the CUDA "
-                   "emulator (emu-cuda), which runs one block at a time; run this kernel on a GPU "
-                   "(engine='cupy')");
-}
+// Grid-wide barrier: the launch is cooperative (every block resident, cn_coop.h).
+inline void grid_sync(int line, const char* file) { ::cn::grid_barrier(line, file); }
 
 // Warp lane of the member of rank `r` of a coalesced group with lanes `mask`.
 inline unsigned nth_lane(unsigned mask, unsigned r) {
