@@ -329,3 +329,125 @@ extern "C" __global__ void normalise_in_one_launch(const float* x, float* partia
     atol=1e-7,
     features=("cooperative-groups", "grid-sync"),
 )
+
+
+# 7. texture objects: tex2D with linear and point filtering, normalised coordinates, every address
+#    mode, a uchar4 texture read as normalised floats, tex1Dfetch of linear memory, tex3D ---------
+TEX_SOURCE = r"""
+extern "C" __global__ void tex_sample(cudaTextureObject_t lin_border, cudaTextureObject_t wrap_mirror,
+                                      cudaTextureObject_t rgba, cudaTextureObject_t fetch,
+                                      cudaTextureObject_t vol, const float* coords, float* out,
+                                      int n, int w, int h) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float u = coords[2 * i], v = coords[2 * i + 1];
+    float* o = out + 8 * i;
+    o[0] = tex2D<float>(lin_border, u, v);
+    o[1] = tex2D<float>(wrap_mirror, u / w, v / h);
+    float4 c = tex2D<float4>(rgba, u, v);
+    o[2] = c.x; o[3] = c.y; o[4] = c.z; o[5] = c.w;
+    o[6] = (float)tex1Dfetch<int>(fetch, i - 5);
+    tex3D(&o[7], vol, u * 0.5f, v * 0.5f, 1.5f);
+}
+"""
+
+_TW, _TH, _TN = 7, 5, 96
+
+
+def _tex_address(i: int, n: int, mode: str) -> int | None:
+    if 0 <= i < n:
+        return i
+    if mode == "wrap":
+        return i % n
+    if mode == "mirror":
+        m = i % (2 * n)
+        return m if m < n else 2 * n - 1 - m
+    if mode == "border":
+        return None
+    return min(max(i, 0), n - 1)
+
+
+def _tex_sample(texels: np.ndarray, coord, modes, linear: bool, border: float = 0.0) -> np.ndarray:
+    """The reference texture unit: texels (..., C) over len(coord) dims, x first in coord."""
+    dims = texels.shape[: len(coord)][::-1]  # width, height, depth
+
+    def tap(at):
+        idx = []
+        for k, a in enumerate(at):
+            j = _tex_address(a, dims[k], modes[k])
+            if j is None:
+                return np.full(texels.shape[-1], border)
+            idx.append(j)
+        return texels[tuple(idx[::-1])].astype(np.float64)
+
+    if not linear:
+        return tap([int(np.floor(c)) for c in coord])
+    base, alpha = [], []
+    for c in coord:
+        x = np.float32(c) - np.float32(0.5)
+        f = np.floor(x)
+        base.append(int(f))
+        alpha.append(np.rint((x - f) * 256.0) / 256.0)  # 9-bit fixed point
+    total = np.zeros(texels.shape[-1])
+    for corner in range(1 << len(coord)):
+        w = 1.0
+        at = []
+        for k in range(len(coord)):
+            hi = (corner >> k) & 1
+            at.append(base[k] + hi)
+            w *= alpha[k] if hi else 1.0 - alpha[k]
+        total += w * tap(at)
+    return total
+
+
+def _tex_inputs(rng: np.random.Generator) -> Args:
+    from cunumpy.kernels import Texture
+
+    img = rng.uniform(-1, 1, (_TH, _TW)).astype(np.float32)
+    rgba = rng.integers(0, 256, (_TH, _TW, 4)).astype(np.uint8)
+    ints = rng.integers(-1000, 1000, 64).astype(np.int32)
+    vol = rng.uniform(0, 1, (3, _TH // 2 + 1, _TW // 2 + 1)).astype(np.float32)
+    coords = np.stack([rng.uniform(-2, _TW + 2, _TN), rng.uniform(-2, _TH + 2, _TN)], 1)
+    coords[:6] = [[0.5, 0.5], [1.0, 1.0], [3.25, 2.75], [_TW, _TH], [-0.5, 2.0], [2.0 + 1 / 512, 1]]
+    return [
+        Texture(img, filter="linear", address="border", border=0.25),
+        Texture(img, filter="linear", address=("wrap", "mirror"), normalized_coords=True),
+        Texture(rgba, channels=4, filter="linear", read_mode="normalized_float"),
+        Texture(ints),
+        Texture(vol),
+        coords.astype(np.float32).reshape(-1),
+        np.zeros(8 * _TN, np.float32),
+        _TN, _TW, _TH,
+    ]
+
+
+def _tex_reference(a: Args) -> dict[int, np.ndarray]:
+    img = a[0].data[..., None]
+    rgba = a[2].data.astype(np.float64) / 255.0
+    ints, vol = a[3].data, a[4].data[..., None]
+    coords = a[5].reshape(-1, 2)
+    out = np.zeros((_TN, 8))
+    for i, (u, v) in enumerate(coords):
+        out[i, 0] = _tex_sample(img, (u, v), ("border",) * 2, True, 0.25)[0]
+        nu = np.float32(np.float32(u) / np.float32(_TW)) * np.float32(_TW)
+        nv = np.float32(np.float32(v) / np.float32(_TH)) * np.float32(_TH)
+        out[i, 1] = _tex_sample(img, (nu, nv), ("wrap", "mirror"), True)[0]
+        out[i, 2:6] = _tex_sample(rgba, (u, v), ("clamp",) * 2, True)
+        out[i, 6] = ints[i - 5] if 0 <= i - 5 < ints.size else 0
+        out[i, 7] = _tex_sample(vol, (np.float32(u) * np.float32(0.5),
+                                      np.float32(v) * np.float32(0.5), 1.5),
+                                ("clamp",) * 3, False)[0]
+    return {6: out.reshape(-1).astype(np.float32)}
+
+
+case(
+    id="texture_objects",
+    name="tex_sample",
+    source=TEX_SOURCE,
+    inputs=_tex_inputs,
+    reference=_tex_reference,
+    launch=lambda a: {"grid": 3, "block": 32},
+    rtol=1e-5,
+    atol=2e-6,
+    features=("texture",),
+)

@@ -149,5 +149,13 @@ class CudaEngine:
         count = int(bad.sum())
         return count, (int(bad.argmax()) if count else -1)
 
+    def texture_handle(self, texture: Any) -> int:
+        """The ``cudaTextureObject_t`` value of a :class:`~cunumpy.kernels.Texture` for this
+        engine (made once per texture and kept with it)."""
+        raise NotImplementedError(
+            f"the {self.name} CUDA engine has no texture objects; run the kernel on 'cupy' or "
+            "the emulator"
+        )
+
     def __repr__(self) -> str:
         return f"<CUDA engine {self.name!r} ({self.array_space} arrays)>"

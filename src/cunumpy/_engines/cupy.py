@@ -305,6 +305,14 @@ class CupyEngine(CudaEngine):
         cupy = self._module()
         return (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError)
 
+    def texture_handle(self, texture: Any) -> int:
+        """A real CUDA texture object of ``texture`` on the current device
+        (:mod:`cunumpy._engines._cupy_texture`); its texels are copied at each launch."""
+        from cunumpy._engines._cupy_texture import texture_object
+
+        cupy = self._module()
+        return texture_object(cupy, texture, cupy.cuda.runtime.getDevice())
+
     def nonfinite(self, array: Any) -> tuple[int, int]:
         cupy = self._module()
         bad = ~cupy.isfinite(array.reshape(-1))

@@ -48,6 +48,21 @@ class EmuCudaEngine(CudaEngine):
     def limits(self) -> CudaLimits:
         return DEFAULT_LIMITS
 
+    def texture_handle(self, texture: Any) -> int:
+        """The address of the emulator's descriptor of ``texture`` (which keeps it alive)."""
+        from cunumpy.emulation._cuda_texture import texture_descriptor
+
+        def make() -> Any:
+            return texture_descriptor(
+                texture.data, texture.shape, texture.ndim, texture.channels,
+                filter=texture.filter, address=texture.address,
+                normalized=texture.normalized_coords, read_mode=texture.read_mode,
+                border=texture.border, memory=texture.memory,
+            )
+
+        record = texture.handle(self.name, make)
+        return int(record.__array_interface__["data"][0])
+
     def program(self, program: Program) -> CudaProgram:
         """The emulator's :class:`~cunumpy.emulation.cuda.CudaProgram` of ``program``."""
         prog = self._programs.get(program)

@@ -262,6 +262,8 @@ def resolve(
                 f"{ctype} maps to bfloat16, which needs the ml_dtypes package "
                 "(pip install ml_dtypes)"), spelled=ctype)
         return Resolved(bf, 2, "scalar", spelled=ctype)
+    if name == "cudaTextureObject_t":  # a handle: the argument is a cunumpy Texture
+        return Resolved(np.dtype(np.uint64), 8, "texture", spelled=ctype)
     if _TAG.match(name):
         # An empty tag class (llm.c passes std::bool_constant<B>{}): one byte, value unused.
         return Resolved(np.dtype(np.uint8), 1, "tag", spelled=ctype)

@@ -659,13 +659,8 @@ def rewrite_cuda(
 
 
 _UNSUPPORTED_WORDS = {
-    "tex1Dfetch": "texture fetches",
-    "tex1D": "texture fetches",
-    "tex2D": "texture fetches",
-    "tex3D": "texture fetches",
     "surf2Dwrite": "surface writes",
     "surf2Dread": "surface reads",
-    "cudaTextureObject_t": "texture objects",
     "cudaSurfaceObject_t": "surface objects",
 }
 

@@ -11,6 +11,7 @@ from cunumpy._lang.cuda_types import cuda_dtype
 from cunumpy.kernels._availability import cuda_available, metal_available
 from cunumpy.kernels._metal_engines import EmulatedDeviceArray
 from cunumpy.kernels._mlx_api import metal_kernel
+from cunumpy.kernels._texture import Texture
 from cunumpy.kernels.cuda import CudaKernel
 from cunumpy.kernels.dispatch import (
     Kernel,
@@ -37,6 +38,7 @@ __all__ = [
     "MissingPortError",
     "PortFallbackWarning",
     "SignatureMismatchError",
+    "Texture",
     "cuda_available",
     "cuda_dtype",
     "cuda_engine_names",

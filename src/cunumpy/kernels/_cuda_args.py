@@ -202,6 +202,8 @@ def check_scalar(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any)
     label = f"argument {p.name!r} ({describe(value)})"
     if p.kind in ("vector", "struct"):
         return _record(tag, label, p, value)
+    if p.kind == "texture":
+        return texture_argument(tag, label, p, engine, value)
     if p.kind == "tag":
         if value is None or isinstance(value, (bool, np.bool_, numbers.Integral)):
             return np.zeros((), dtype=np.uint8)  # an empty class: its one byte is never read
@@ -222,6 +224,19 @@ def check_scalar(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any)
     return _number(tag, label, p.name, p.text, dt, value)
 
 
+def texture_argument(tag: str, label: str, p: CudaParam, engine: CudaEngine, value: Any) -> Any:
+    """The engine's handle (a uint64) of the :class:`~cunumpy.kernels.Texture` passed for a
+    ``cudaTextureObject_t`` parameter."""
+    from cunumpy.kernels._texture import Texture
+
+    if not isinstance(value, Texture):
+        raise TypeError(
+            f"{tag} {label}: parameter '{p.text}' is a texture object; pass a "
+            "cunumpy.kernels.Texture(array, filter=..., address=...)"
+        )
+    return np.uint64(engine.texture_handle(value))
+
+
 def check_unchecked(kernel: CudaKernel, engine: CudaEngine, args: tuple) -> tuple:
     """The arguments of a ``check_signature=False`` kernel, as a host engine relies on them.
 
@@ -230,11 +245,21 @@ def check_unchecked(kernel: CudaKernel, engine: CudaEngine, args: tuple) -> tupl
     array (not its dtype) and the kind of every value is checked here, once, with the same
     messages as the checked path.
     """
-    if engine.array_space != "host" or not kernel._params:
+    if not kernel._params:
+        return args
+    if any(p.kind == "texture" for p in kernel._params):
+        args = tuple(
+            texture_argument(kernel._tag(engine), f"argument {p.name!r}", p, engine, v)
+            if p.kind == "texture" else v
+            for p, v in zip(kernel._params, args, strict=True)
+        )
+    if engine.array_space != "host":
         return args
     out = []
     for i, (p, v) in enumerate(zip(kernel._params, args, strict=True)):
-        if p.pointer:
+        if p.kind == "texture":
+            pass
+        elif p.pointer:
             v = check_array(kernel, engine, i, v, dtypes=False)
         elif p.dtype is not None and p.kind not in ("vector", "struct"):
             if hasattr(v, "shape") and getattr(v, "ndim", 0) and not isinstance(v, np.generic):

@@ -144,7 +144,7 @@ def build_launcher(kernel: CudaKernel, engine: CudaEngine) -> Any:
             cond = f"{v}.__class__ is bool"
         else:
             cond = "False"
-        if p.kind in ("vector", "struct", "tag") or dt.kind == "V":
+        if p.kind in ("vector", "struct", "tag", "texture") or dt.kind == "V":
             # vectors, structs, bfloat16: always the general conversion to a 0-d array
             lines.append(f"    {v} = _scalar({i}, {v})")
             continue

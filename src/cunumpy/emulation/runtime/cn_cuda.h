@@ -869,6 +869,7 @@ typedef __half2 half2;
 
 #include "cn_cuda_fp16.h"
 #include "cn_cuda_ptx.h"
+#include "cn_cuda_tex.h"
 
 // ---------------------------------------------------------------------------------------------
 // printf (the C library's, flushed after every launch) and a device assert that reports the
