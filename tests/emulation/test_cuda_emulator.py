@@ -691,7 +691,7 @@ def test_compile_errors_in_and_after_an_included_file_keep_their_lines(tmp_path)
     ("snippet", "feature"),
     [
         ('asm volatile("cp.async.wait_all;");', "inline PTX 'cp.async.wait_all'"),
-        ("cudaTextureObject_t t = 0; (void)t;", "texture objects"),
+        ("cudaSurfaceObject_t t = 0; (void)t;", "surface objects"),
     ],
 )
 def test_unsupported_features_are_refused(snippet, feature):

@@ -224,7 +224,7 @@ extern "C" __global__ void tile64(int* y) {
 
 @pytest.mark.parametrize(("body", "what"), [
     ('asm volatile("cp.async.wait_all;");', "inline PTX 'cp.async.wait_all'"),
-    ("float v = tex1Dfetch<float>(t, 0);", "texture"),
+    ("surf2Dwrite(1.0f, t, 0, 0);", "surface writes"),
     ("child<<<1, 1>>>(y);", "dynamic parallelism"),
 ])
 def test_what_cannot_run_is_refused_by_name(body, what):
