@@ -6,9 +6,9 @@ Fetch the projects yourself (never commit their code) and point this script at t
         [--nvrtc /path/to/libnvrtc.so.13 --cuda-include /path/to/cuda/include] [--jobs 2]
 
 For every ``.cu`` file (and ``.cuh`` holding kernels) it takes the *device slice* of the file:
-the file with its host-only code blanked (namespace-scope functions without ``__global__`` or
-``__device__``, macro blocks such as ``PYBIND11_MODULE(...) { ... }``, includes of host
-libraries such as PyTorch, pybind11 and the C++ containers), line numbers kept. Each
+the file with its project headers inlined and its host-only code blanked (namespace-scope functions without ``__global__`` or
+``__device__``, macro blocks such as ``PYBIND11_MODULE(...) { ... }``, host variables and prototypes, includes
+of host libraries such as PyTorch, pybind11 and the C++ containers), line numbers kept. Each
 ``__global__`` function of the slice is one case: a template gets a guessed instantiation (type
 parameters ``float``, integers 32, bools ``true``, or its defaults).
 
@@ -46,7 +46,7 @@ HOST_INCLUDES = re.compile(
     r"^[ \t]*#[ \t]*include[ \t]*[<\"](?:torch/|ATen/|c10/|pybind11/|THC/|caffe2/|iostream|vector|"
     r"string|map|set|memory|algorithm|fstream|sstream|chrono|random|thread|mutex|functional|"
     r"unordered_map|tuple|utility|iomanip|cstring|helper_cuda\.h|helper_functions\.h|"
-    r"helper_string\.h|helper_timer\.h|helper_image\.h|cublas|cudnn|nvToolsExt|nvtx|"
+    r"helper_string\.h|helper_timer\.h|helper_image\.h|cudnn|nvToolsExt|nvtx|"
     r"unistd\.h|sys/|omp\.h|mpi\.h|npp|GL/|cuda_gl_interop)[^\n]*$",
     re.MULTILINE,
 )
@@ -74,15 +74,29 @@ def device_slice(text: str) -> str:
         if not outer:
             k += 1
             continue
-        if t.text in (";", "}") or ((t.text == "{" and k and sig[k - 1].text in ('"C"',))
-                                     or (t.text == "{" and _namespace_head(sig, start, k))):
+        if t.text == ";":
+            head = sig[start:k]
+            words = {h.text for h in head}
+            if head and not words & _KEEP_DECL and not (
+                    len(head) >= 2 and head[0].text == "extern" and head[1].text == '"C"'):
+                spans.append((head[0].start, t.start + 1))  # a host variable or prototype
+            start = k + 1
+            k += 1
+            continue
+        if t.text == "}" or (t.text == "{" and k and sig[k - 1].text in ('"C"',)) or (
+                t.text == "{" and _namespace_head(sig, start, k)):
             start = k + 1
             k += 1
             continue
         if t.text == "{":
             head = sig[start:k]
+            outer_words, depth = set(), 0
+            for h in _after_template_heads(head):
+                depth += (h.text == "(") - (h.text == ")")
+                if depth == 0:
+                    outer_words.add(h.text)
             words = {h.text for h in head}
-            is_function = any(h.text == "(" for h in head) and not words & {
+            is_function = any(h.text == "(" for h in head) and not outer_words & {
                 "struct", "class", "union", "enum", "=", "namespace"}
             depth, j = 0, k
             while j < len(sig):
@@ -103,6 +117,56 @@ def device_slice(text: str) -> str:
     for a, b in reversed(spans):
         text = _blank(text, a, b)
     return text
+
+
+_KEEP_DECL = frozenset({
+    "typedef", "using", "struct", "class", "union", "enum", "template", "__device__",
+    "__constant__", "__shared__", "__managed__", "__global__", "constexpr", "const",
+    "static_assert", "namespace", "__host__",
+})
+"""Namespace-scope declarations kept in the slice (types, device code, constants)."""
+
+
+def inline_local(text: str, here: Path, include_dirs: list[str], seen: set[Path]) -> str:
+    """``text`` with the includes found beside it or in ``include_dirs`` inlined (each once)."""
+    from cunumpy._lang.includes import find_include, scan_includes
+
+    out, pos = [], 0
+    for m in scan_includes(text):
+        found = find_include(m.group(2).strip(), m.group(1), here, tuple(include_dirs))
+        if found is None:
+            continue
+        out.append(text[pos:m.start()])
+        pos = m.end()
+        if found in seen:
+            continue
+        seen.add(found)
+        try:
+            body = found.read_text(errors="replace")
+        except OSError:
+            continue
+        body = re.sub(r"^[ \t]*#[ \t]*pragma[ \t]+once[^\n]*$", "", body, flags=re.MULTILINE)
+        out.append(inline_local(body, found.parent, include_dirs, seen) + "\n")
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _after_template_heads(head):
+    """``head`` without its ``template <...>`` parts (their ``class`` is no class)."""
+    out, k = [], 0
+    while k < len(head):
+        if head[k].text == "template" and k + 1 < len(head) and head[k + 1].text == "<":
+            depth, j = 0, k + 1
+            while j < len(head):
+                depth += head[j].text.count("<") - head[j].text.count(">")
+                if depth <= 0:
+                    break
+                j += 1
+            k = j + 1
+            continue
+        out.append(head[k])
+        k += 1
+    return [t for t in out if t.text not in (">", ">>")]
 
 
 def _namespace_head(sig, start: int, k: int) -> bool:
@@ -174,9 +238,8 @@ def run_case(item: dict) -> dict:
     from cunumpy.kernels import CudaKernel
 
     out = dict(item)
-    path = Path(item["file"])
     source = item["slice"]
-    kwargs = {"include_dirs": item["include_dirs"], "_source_path": str(path)}
+    kwargs = {"include_dirs": item["include_dirs"]}
     kernel = None
     template_args = None
     for check in (True, False):
@@ -241,7 +304,7 @@ def collect(roots: list[Path], extra_includes: list[str], per_file: int) -> list
                 continue
             if "__global__" not in text:
                 continue
-            sliced = device_slice(text)
+            sliced = device_slice(inline_local(text, path.parent, extra_includes, {path}))
             try:
                 names = list(dict.fromkeys(find_global_functions(sliced)))
             except Exception:
@@ -250,7 +313,7 @@ def collect(roots: list[Path], extra_includes: list[str], per_file: int) -> list
                 items.append({
                     "project": root.name, "file": str(path), "kernel": name,
                     "slice": sliced,
-                    "include_dirs": [str(path.parent), *extra_includes],
+                    "include_dirs": [],
                 })
     return items
 

@@ -428,5 +428,7 @@ def test_host_api_headers_have_stand_ins_for_nvrtc():
         assert "#pragma once" in text, name
         # only CCCL's headers, which CuPy puts on NVRTC's include path, and the pre-included
         # cunumpy_nvrtc.h are included
-        assert all(line.startswith(("#include <cuda/std/", '#include "cunumpy_nvrtc.h"'))
+        assert all(line.startswith(("#include <cuda/std/", '#include "cunumpy_nvrtc.h"',
+                                    "#include <cuda_fp16.h>", "#include <cuda_bf16.h>",
+                                    '#include "float.h"'))
                    for line in text.splitlines() if line.startswith("#include")), name

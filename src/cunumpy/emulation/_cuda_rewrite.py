@@ -89,7 +89,7 @@ _PROVIDED = frozenset(
         "cupy/math_constants.h", "cuda_fp16.hpp", "sm_61_intrinsics.h",
         "device_types.h", "driver_types.h", "cuda_device_runtime_api.h",
         # host-side library APIs that kernel files include for their host code
-        "cublas_v2.h", "cublas.h", "cublasLt.h", "cufft.h", "cusparse.h", "curand.h",
+        "cufft.h", "cusparse.h", "curand.h",
         "cusolverDn.h", "nvrtc.h", "cuda_profiler_api.h", "cuda_occupancy.h",
     }
 )
@@ -108,6 +108,11 @@ _MAPPED = {
     "cupy/cuda_workaround.h": "cn_cuda_std.h",
     "cuda_bf16.h": "cn_cuda_bf16.h",
     "cuda_bf16.hpp": "cn_cuda_bf16.h",
+    # cuBLAS's headers are host API; device code gets the 16-bit types they include
+    "cublas_v2.h": "cn_cuda_bf16.h",
+    "cublas.h": "cn_cuda_bf16.h",
+    "cublasLt.h": "cn_cuda_bf16.h",
+    "cublas_api.h": "cn_cuda_bf16.h",
     "cub/cub.cuh": "cn_cub.h",
     "cub/block/block_reduce.cuh": "cn_cub.h",
     "cub/block/block_scan.cuh": "cn_cub.h",

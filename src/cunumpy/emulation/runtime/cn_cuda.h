@@ -538,11 +538,12 @@ template <class T> struct checked_kind<::cn::ptr<T>> { static constexpr int valu
 template <class T, int64_t N, int ID> struct checked_kind<::cn::tarr<T, N, ID>> {
   static constexpr int value = 2;
 };
+// (std::is_pointer misses GCC's `T* __restrict__`; a data pointer converts to void*.)
 template <class A>
-constexpr bool is_pointer_arg =
-    checked_kind<std::decay_t<A>>::value != 0 ||
-    (std::is_pointer<std::decay_t<A>>::value &&
-     !std::is_function<std::remove_pointer_t<std::decay_t<A>>>::value);
+constexpr bool is_data_pointer = std::is_convertible<std::decay_t<A>, const volatile void*>::value &&
+                                 !std::is_same<std::decay_t<A>, std::nullptr_t>::value;
+template <class A>
+constexpr bool is_pointer_arg = checked_kind<std::decay_t<A>>::value != 0 || is_data_pointer<A>;
 template <class A>
 __attribute__((always_inline)) inline decltype(auto) as_raw(A&& a) {
   if constexpr (checked_kind<std::decay_t<A>>::value == 1) {
@@ -932,9 +933,10 @@ template <class T, int64_t N, int ID> struct is_tarr<tarr<T, N, ID>> : std::true
 template <class To, class From>
 inline To cast(From&& v) {
   using F = std::remove_cv_t<std::remove_reference_t<From>>;
-  if constexpr (is_ptr<F>::value && std::is_pointer<To>::value) {
-    return reinterpret_cast<To>(v.p);
-  } else if constexpr (is_tarr<F>::value && std::is_pointer<To>::value) {
+  constexpr bool to_address = std::is_pointer<To>::value || std::is_integral<To>::value;
+  if constexpr (is_ptr<F>::value && to_address) {
+    return reinterpret_cast<To>(v.p);  // a pointer of another type, or its address (uintptr_t)
+  } else if constexpr (is_tarr<F>::value && to_address) {
     return reinterpret_cast<To>(&v.a[0]);
   } else {
     return reinterpret_cast<To>(v);

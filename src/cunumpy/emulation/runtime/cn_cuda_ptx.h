@@ -35,7 +35,7 @@ inline auto ptx_in(const T& v) {
   } else {
     using R = std::conditional_t<C == 'h' || C == 'c' || C == 'b', uint16_t,
                                  std::conditional_t<C == 'r', uint32_t, uint64_t>>;
-    if constexpr (std::is_pointer<D>::value) return (R)reinterpret_cast<uintptr_t>(v);
+    if constexpr (is_data_pointer<D>) return (R)reinterpret_cast<uintptr_t>(v);
     else if constexpr (checked_kind<D>::value == 1) return (R)reinterpret_cast<uintptr_t>(v.p);
     else if constexpr (std::is_integral<D>::value || std::is_enum<D>::value) return (R)v;
     else return (R)ptx_bits_of(v);  // a __half, a float in an "r" register: its bits

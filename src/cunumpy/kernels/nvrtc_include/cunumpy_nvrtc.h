@@ -132,8 +132,9 @@ CUNUMPY_NVRTC_INT1(signbit, bool)
 #undef CUNUMPY_NVRTC_INT1
 #undef CUNUMPY_NVRTC_MINMAX
 
-// <cmath>'s std:: names, which nvcc's device code sees without an include.
+// <cmath>'s and <cstddef>'s std:: names, which nvcc's device code sees without an include.
 namespace std {
+using ::size_t; using ::ptrdiff_t;
 using ::abs; using ::fabs; using ::sqrt; using ::cbrt; using ::exp; using ::exp2; using ::expm1;
 using ::log; using ::log2; using ::log10; using ::log1p; using ::pow; using ::sin; using ::cos;
 using ::tan; using ::asin; using ::acos; using ::atan; using ::atan2; using ::sinh; using ::cosh;
