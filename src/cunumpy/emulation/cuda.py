@@ -64,9 +64,11 @@ headers), CUB's block and warp collectives, ``<cuComplex.h>``, ``<cuda_bf16.h>``
 ``<cupy/complex.cuh>``, ``<cupy/float16.cuh>`` and ``<cupy/carray.cuh>``, and libcu++'s
 ``<cuda/std/...>``; a kernel's own global names that the host's headers also declare
 (``typedef unsigned long long uint64_t;``, ``__constant__ float gamma;``) keep their meaning.
-Refused with :class:`NotImplementedError` naming the engine and the feature: inline PTX (``asm``),
-textures and surfaces, kernel launches from kernels, grid-wide and cluster synchronisation, the
-rest of CUB (device-wide algorithms, radix sort, ...), Thrust algorithms, WMMA, CuPy's
+Texture objects (:class:`~cunumpy.kernels.Texture` arguments), grid-wide synchronisation
+(cooperative launches: every block resident, ``runtime/cn_coop.h``) and the inline PTX forms
+real kernels use (:mod:`._cuda_ptx`) run. Refused with :class:`NotImplementedError` naming the
+engine and the feature: other inline PTX (the instruction is named), surfaces, kernel launches
+from kernels, cluster synchronisation, the rest of CUB (device-wide algorithms, radix sort, ...), Thrust algorithms, WMMA, CuPy's
 ``CArray``, and kernels whose signature the parser cannot read. ``printf`` writes to the process's stdout
 (flushed after each launch). Results of transcendental functions follow the host's C library,
 not CUDA's ulp bounds; ``--use_fast_math`` and other compiler options except ``-D``/``-U``/``-I``
