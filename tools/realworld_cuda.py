@@ -1,6 +1,8 @@
 """Measure CUDA kernels of public projects on cunumpy's engines (issue 25's real-world harness).
 
-Fetch the projects yourself (never commit their code) and point this script at their folders::
+Fetch the projects yourself (never commit their code) and point this script at their folders
+(``--save-cases`` writes the sliced cases to one file, ``--cases`` reads them back, e.g. on a GPU
+machine with ``--engine cupy``)::
 
     python tools/realworld_cuda.py /tmp/corpus/llm.c /tmp/corpus/SGEMM_CUDA --json out.json \\
         [--nvrtc /path/to/libnvrtc.so.13 --cuda-include /path/to/cuda/include] [--jobs 2]
@@ -33,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gzip
+import hashlib
 import json
 import re
 import sys
@@ -267,6 +271,16 @@ def run_case(item: dict) -> dict:
         out["nvrtc"] = "unread"
         return out
     out["checked_signature"] = kernel.check_signature
+    if item.get("engine") == "cupy":  # the GPU's own NVRTC through the cupy engine
+        from cunumpy.kernels import get_cuda_engine
+
+        try:
+            get_cuda_engine("cupy").compile(kernel.program)
+            out["cupy"] = "ok"
+        except Exception as exc:
+            out["cupy"] = "error"
+            out["cupy_error"] = _first_error(str(exc)) or f"{type(exc).__name__}: {exc}"[:300]
+        return out
     if item.get("nvrtc_lib"):
         p = kernel.program
         ok, why = nvrtc_compile(item["nvrtc_lib"], item["cuda_include"], p.source,
@@ -328,11 +342,33 @@ def main(argv: list[str] | None = None) -> int:
                     help="extra include folder (e.g. cuda-samples' Common)")
     ap.add_argument("--per-file", type=int, default=12, help="kernels per file at most")
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--save-cases", type=Path, help="write the sliced cases (.json.gz) and stop")
+    ap.add_argument("--cases", type=Path, help="read sliced cases (.json.gz) instead of roots")
+    ap.add_argument("--engine", default="emu-cuda", choices=("emu-cuda", "cupy"),
+                    help="cupy: compile each case with the cupy engine (needs a GPU)")
     args = ap.parse_args(argv)
-    items = collect(args.roots, [str(Path(i).resolve()) for i in args.includes], args.per_file)
+    if args.cases:
+        with gzip.open(args.cases, "rt") as f:
+            saved = json.load(f)
+        items = [dict(it, slice=saved["slices"][it["slice"]]) for it in saved["items"]]
+    else:
+        items = collect(args.roots, [str(Path(i).resolve()) for i in args.includes],
+                        args.per_file)
+    if args.save_cases:
+        slices: dict[str, str] = {}
+        keyed = []
+        for it in items:
+            key = hashlib.sha256(it["slice"].encode()).hexdigest()[:16]
+            slices[key] = it["slice"]
+            keyed.append(dict(it, slice=key))
+        with gzip.open(args.save_cases, "wt") as f:
+            json.dump({"slices": slices, "items": keyed}, f)
+        print(f"{len(items)} cases, {len(slices)} slices written to {args.save_cases}")
+        return 0
     for it in items:
         it["nvrtc_lib"] = args.nvrtc
         it["cuda_include"] = args.cuda_include
+        it["engine"] = args.engine
     print(f"{len(items)} kernels in {len({i['file'] for i in items})} files", flush=True)
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
@@ -358,6 +394,16 @@ def summary(results: list[dict]) -> None:
         c["emu-ok-any"] += r["emu"].startswith("ok")
         c["unchecked-pointers"] += r["emu"] == "ok-unchecked-pointers"
     total = Counter()
+    if any("cupy" in r for r in results):
+        for r in results:
+            by_project.setdefault(r["project"], Counter())["cupy-ok"] += r.get("cupy") == "ok"
+        for name, c in sorted(by_project.items()):
+            print(f"{name:45s} kernels {c['kernels']:4d}  cupy engine compiles {c['cupy-ok']:4d}")
+        errors = Counter(re.sub(r"'[^']*'", "'…'", r.get("cupy_error", ""))[:110]
+                         for r in results if r.get("cupy") == "error")
+        for why, n in errors.most_common(30):
+            print(f"  {n:4d}  {why}")
+        return
     for name, c in sorted(by_project.items()):
         total.update(c)
         print(f"{name:45s} kernels {c['kernels']:4d}  nvrtc-valid {c['nvrtc-valid']:4d}  "
