@@ -1,20 +1,19 @@
-"""The engines that run MetalKernel launches, behind one seam.
+"""The engines that run MetalKernel launches, by the engine table's name or a setting.
 
 An engine owns "device" arrays and the copies to and from them; the front end
 (:mod:`cunumpy.kernels.metal`) validates arguments, builds the signature and records transfers,
 and never knows which engine runs.
 
-``mlx``
+``mlx`` (:mod:`cunumpy._engines.mlx`)
     A real Apple GPU through ``mx.fast.metal_kernel``. Device arrays are ``mlx.core.array``.
-``emu-metal`` (setting ``emulator``)
+``emu-metal``, setting ``emulator`` (:mod:`cunumpy._engines.emu_metal`)
     The CPU emulator (:mod:`cunumpy.emulation.metal`). Device arrays are
-    :class:`EmulatedDeviceArray`, a NumPy array the emulator treats as GPU memory.
-``metal-cuda`` (setting ``cuda``)
-    An NVIDIA GPU: the kernel is translated to CUDA and compiled with NVRTC through CuPy
-    (:mod:`cunumpy.kernels._metal_cuda`). Device arrays are ``cupy.ndarray``.
+    :class:`~cunumpy._engines.emu_metal.EmulatedDeviceArray`.
+``metal-cuda``, setting ``cuda`` (:mod:`cunumpy._engines.metal_cuda`)
+    An NVIDIA GPU: the kernel is translated to CUDA and compiled with NVRTC through CuPy.
+    Device arrays are ``cupy.ndarray``.
 
-The names are the engine table's (:mod:`cunumpy._engines._table`). Every engine gets the
-kernel's frozen :class:`~cunumpy._engines._base.Program` and a
+Every engine gets the kernel's frozen :class:`~cunumpy._engines._base.Program` and a
 :class:`~cunumpy._engines._metal.MetalLaunch` per call (:mod:`cunumpy._engines._metal`),
 never the ``MetalKernel``.
 """
@@ -22,80 +21,19 @@ never the ``MetalKernel``.
 from __future__ import annotations
 
 import functools
-import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
-from cunumpy import config, profiling
+from cunumpy import config
 from cunumpy._engines._base import Program
-from cunumpy._engines._metal import MetalEngineBase, MetalLaunch, MetalLimits
+from cunumpy._engines._metal import MetalLaunch, MetalLimits
+from cunumpy._engines._status import mlx_status
 from cunumpy._engines._table import canonical_name, engine_names
 
-__all__ = [
-    "EmulatedDeviceArray",
-    "MetalEngine",
-    "get_metal_engine",
-    "resolve_metal_engine",
-    "warn_auto_fallback",
-]
-
-
-class EmulatedDeviceArray:
-    """An array in the Metal emulator's "device memory".
-
-    Returned by resident-mode launches on the emulator engine and accepted by the next launch
-    without a copy, as an ``mlx.core.array`` is on the real engine. Convert it back with
-    :func:`cunumpy.to_numpy` (or ``numpy.asarray``), which copies once and records a
-    ``to_host`` transfer.
-    """
-
-    __slots__ = ("_data",)
-    _cunumpy_device_array = True
-
-    def __init__(self, data: np.ndarray) -> None:
-        self._data = data
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._data.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._data.dtype
-
-    @property
-    def size(self) -> int:
-        return self._data.size
-
-    @property
-    def ndim(self) -> int:
-        return self._data.ndim
-
-    @property
-    def nbytes(self) -> int:
-        return self._data.nbytes
-
-    def to_numpy(self) -> np.ndarray:
-        """Copy to a new NumPy array (recorded as ``to_host``)."""
-        host = self._data.copy()
-        if profiling._active:
-            profiling._record(
-                "to_host", host.nbytes, f"emu-metal array {host.dtype.name}{list(host.shape)}"
-            )
-        return host
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        host = self.to_numpy()
-        return host if dtype is None else host.astype(dtype, copy=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return f"EmulatedDeviceArray({self.dtype.name}{list(self.shape)})"
+__all__ = ["MetalEngine", "get_metal_engine", "resolve_metal_engine", "warn_auto_fallback"]
 
 
 class MetalEngine(Protocol):
@@ -133,149 +71,21 @@ class MetalEngine(Protocol):
         arrays."""
 
 
-class EmulatorEngine(MetalEngineBase):
-    """Runs MetalKernel launches on the CPU emulator (``emu-metal``)."""
-
-    name = "emu-metal"
-    array_space = "host"
-    host_resident = True
-    """Device memory is host memory: the front end passes arrays of the right layout and dtype
-    in place (:meth:`borrow`) and lets the launch write NumPy outputs directly (given as
-    ``MetalLaunch.into``)."""
-
-    def check_available(self) -> None:
-        from cunumpy.emulation import find_compiler
-
-        find_compiler()  # raises CompilerNotFoundError (a RuntimeError) saying what to install
-
-    def is_device_array(self, a: Any) -> bool:
-        return isinstance(a, EmulatedDeviceArray)
-
-    def describe(self, a: EmulatedDeviceArray) -> tuple[np.dtype, tuple[int, ...]]:
-        return a.dtype, a.shape
-
-    def to_device(self, host: np.ndarray, dtype: np.dtype, contiguous: bool) -> EmulatedDeviceArray:
-        # order="K" keeps a transposed layout when the kernel reads strides itself.
-        return EmulatedDeviceArray(np.array(host, dtype=dtype, order="C" if contiguous else "K"))
-
-    def borrow(self, host: np.ndarray) -> EmulatedDeviceArray:
-        """``host`` as a launch input, without a copy (the kernel reads it, never writes it)."""
-        return EmulatedDeviceArray(host)
-
-    def host_view(self, device: EmulatedDeviceArray) -> np.ndarray:
-        return device._data
-
-    def contiguous(self, device: EmulatedDeviceArray) -> EmulatedDeviceArray:
-        if device._data.flags.c_contiguous:
-            return device
-        return EmulatedDeviceArray(np.ascontiguousarray(device._data))
-
-    def _prepare(self, program: Program) -> Callable[[MetalLaunch], list[EmulatedDeviceArray]]:
-        from cunumpy.emulation.metal import launch_metal
-
-        signature = program.signature
-        options = program.setting("emulator_options")
-        math_mode = program.setting("math_mode")
-
-        def go(launch: MetalLaunch) -> list[EmulatedDeviceArray]:
-            init_value = launch.init_value
-            if launch.into is not None:  # the caller's NumPy outputs, written in place
-                outputs = list(launch.into)
-            else:
-                outputs = [np.empty(shape, dtype=dtype)
-                           for shape, dtype in zip(launch.output_shapes, launch.output_dtypes)]
-            if init_value is not None:
-                for o in outputs:
-                    o.fill(init_value)
-            launch_metal(signature, [a._data for a in launch.inputs], outputs, launch.grid,
-                         launch.threadgroup, init_value=init_value, options=options,
-                         math_mode=math_mode)
-            return [EmulatedDeviceArray(o) for o in outputs]
-
-        return go
-
-
-class MLXEngine(MetalEngineBase):
-    """Runs MetalKernel launches on an Apple GPU through MLX (``mlx``)."""
-
-    name = "mlx"
-
-    @staticmethod
-    def _mx() -> Any:
-        try:
-            import mlx.core as mx
-        except ImportError as exc:
-            raise ImportError(
-                "MetalKernel's mlx engine needs MLX: pip install 'cunumpy[metal]' on an Apple "
-                "silicon Mac, or run on the CPU emulator with CUNUMPY_METAL_ENGINE=emulator"
-            ) from exc
-        return mx
-
-    def check_available(self) -> None:
-        self._mx()
-        from cunumpy.kernels._availability import metal_status
-
-        ok, reason, _ = metal_status()
-        if not ok:
-            raise RuntimeError(f"MetalKernel cannot launch on the mlx engine: {reason}")
-
-    def is_device_array(self, a: Any) -> bool:
-        mx = sys.modules.get("mlx.core")
-        return mx is not None and isinstance(a, mx.array)
-
-    def describe(self, a: Any) -> tuple[np.dtype, tuple[int, ...]]:
-        from cunumpy.kernels._metal_mlx import numpy_dtype
-
-        return numpy_dtype(a.dtype), tuple(a.shape)
-
-    def to_device(self, host: np.ndarray, dtype: np.dtype, contiguous: bool) -> Any:
-        from cunumpy.kernels._metal_mlx import from_numpy
-
-        self._mx()
-        return from_numpy(host, dtype)
-
-    def host_view(self, device: Any) -> np.ndarray:
-        from cunumpy.kernels._metal_mlx import to_numpy
-
-        return to_numpy(device)
-
-    def contiguous(self, device: Any) -> Any:
-        return device  # MLX makes inputs row-contiguous itself when the kernel asks for it
-
-    def _prepare(self, program: Program) -> Callable[[MetalLaunch], list[Any]]:
-        from cunumpy.kernels._metal_mlx import launch_mlx
-
-        signature = program.signature
-        inputs, outputs = program.setting("inputs"), program.setting("outputs")
-        atomic = program.setting("atomic_outputs")
-        contiguous = program.setting("ensure_row_contiguous")
-        math_mode = program.setting("math_mode")
-        options = () if math_mode == "safe" else (("math_mode", math_mode),)
-
-        def go(launch: MetalLaunch) -> list[Any]:
-            return launch_mlx(
-                signature, signature.source, inputs, outputs, signature.header,
-                list(launch.inputs), [tuple(s) for s in launch.output_shapes],
-                list(launch.output_dtypes), launch.grid, launch.threadgroup,
-                template=list(program.template), init_value=launch.init_value,
-                atomic_outputs=atomic, ensure_row_contiguous=contiguous,
-                compile_options=options,
-            )
-
-        return go
-
-
 @functools.cache
 def _engine(name: str) -> MetalEngine:
     """The one engine object of each engine table name."""
     if name == "mlx":
+        from cunumpy._engines.mlx import MLXEngine
+
         return MLXEngine()
     if name == "metal-cuda":
-        from cunumpy.kernels._metal_cuda import CudaMetalEngine
+        from cunumpy._engines.metal_cuda import CudaMetalEngine
 
         return CudaMetalEngine()
     if name == "emu-metal":
-        return EmulatorEngine()
+        from cunumpy._engines.emu_metal import EmuMetalEngine
+
+        return EmuMetalEngine()
     raise ValueError(f"unknown Metal engine {name!r}; engines are {', '.join(_NAMES)}")
 
 
@@ -296,9 +106,7 @@ def resolve_metal_engine(name: str | None = None) -> str:
     if name is None:
         name = config.metal_engine()
     if name == "auto":
-        from cunumpy.kernels._availability import metal_status
-
-        return "mlx" if metal_status()[0] else "emu-metal"
+        return "mlx" if mlx_status()[0] else "emu-metal"
     try:
         return canonical_name("metal", name)
     except ValueError:
@@ -315,9 +123,7 @@ def warn_auto_fallback(requested: str | None, stacklevel: int = 4) -> None:
     name = config.metal_engine() if requested is None else requested
     if name != "auto":
         return
-    from cunumpy.kernels._availability import metal_status
-
-    ok, reason, _ = metal_status()
+    ok, reason, _ = mlx_status()
     if ok:
         return
     _warned_auto[0] = True
