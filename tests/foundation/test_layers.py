@@ -41,7 +41,7 @@ SRC = pathlib.Path(cunumpy.__file__).parent
 LAYERS = {
     "config": 0, "profiling": 0, "_backend": 0, "_convert": 0, "_staging": 0, "_pinning": 0, "_version": 0,
     "_cuda_common": 0,
-    "_lang": 1, "emulation": 2, "_engines": 3, "kernels": 4, "": 5, "_info": 5, "testing": 6,
+    "_lang": 1, "emulation": 2, "_engines": 3, "kernels": 4, "": 5, "_info": 5, "random": 5, "testing": 6,
     "cli": 7,
     "__main__": 7,
 }

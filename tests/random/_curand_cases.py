@@ -6,6 +6,7 @@ and the tests, so that both run exactly the same launches.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,15 @@ def poisson_cases() -> dict[str, np.ndarray]:
         "offset": np.array([base["offset"][s] for s, _ in rows], dtype=np.uint64),
         "lam": np.array([lam for _, lam in rows], dtype=np.float64),
     }
+
+
+@functools.cache
+def outputs(engine: str) -> dict[str, np.ndarray]:
+    """:func:`run_all` on ``engine`` (``"emu-cuda"`` or ``"cupy"``), once per process."""
+    xp: Any = np
+    if engine == "cupy":
+        import cupy as xp
+    return run_all(engine, xp)
 
 
 def run_all(engine: str, xp: Any = np, kernels: dict | None = None) -> dict[str, np.ndarray]:

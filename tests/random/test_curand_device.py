@@ -10,9 +10,6 @@ SFU's __sincosf), so against the reference they agree to a few units of 2^-20 of
 
 from __future__ import annotations
 
-import functools
-from typing import Any
-
 import _curand_cases as cases
 import numpy as np
 import pytest
@@ -38,18 +35,10 @@ def _rows(gen: str) -> np.ndarray:
     return _SUB < 2**56 if gen == "mrg32k3a" else np.ones(len(_SUB), dtype=bool)
 
 
-@functools.cache
-def _outputs(engine: str) -> dict[str, np.ndarray]:
-    xp: Any = np
-    if engine == "cupy":
-        import cupy as xp
-    return cases.run_all(engine, xp)
-
-
 @pytest.fixture
 def outputs(cuda_engine: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, np.ndarray]:
     monkeypatch.setenv("CUNUMPY_EMULATOR_RACES", "0")  # values here; races in test_curand_states
-    return _outputs("emu-cuda" if cuda_engine == "emulator" else cuda_engine)
+    return cases.outputs("emu-cuda" if cuda_engine == "emulator" else cuda_engine)
 
 
 def _cols(gen: str, common: list[int], philox: list[int]) -> list[int]:

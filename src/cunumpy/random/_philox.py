@@ -10,6 +10,7 @@ the GPU's for every sequence of calls, not only from a fresh start.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,21 @@ def _u64(xp: Any, value: Any, name: str, shape: tuple[int, ...] | None = None) -
     return out if shape is None else xp.broadcast_to(out, shape).copy()
 
 
+def _public(method: Any) -> Any:
+    """A result for the caller: 0-d streams give 0-d results (calls inside the class see the
+    one-element arrays the state is held in)."""
+    @functools.wraps(method)
+    def call(self: Philox4x32_10, *args: Any, **kwargs: Any) -> Any:
+        if self._depth:
+            return method(self, *args, **kwargs)
+        self._depth += 1
+        try:
+            return self._out(method(self, *args, **kwargs))
+        finally:
+            self._depth -= 1
+    return call
+
+
 class Philox4x32_10:
     """Counter-based Philox4x32-10 streams whose numbers equal cuRAND's, on NumPy or CuPy.
 
@@ -90,6 +106,10 @@ class Philox4x32_10:
         self.xp = xp = backend_namespace() if xp is None else xp
         shape = np.broadcast_shapes(np.shape(seed), np.shape(subsequence), np.shape(offset))
         self.shape = tuple(shape)
+        self._depth = 0
+        self._scalar = self.shape == ()
+        if self._scalar:  # held as one element (NumPy warns on wrapping 0-d arithmetic)
+            self.shape = (1,)
         seed64 = _u64(xp, seed, "seed", self.shape)
         self.key = xp.stack([(seed64 & _LO).astype(_U32), (seed64 >> np.uint64(32)).astype(_U32)])
         self.ctr = xp.zeros((4, *self.shape), dtype=_U32)
@@ -99,8 +119,8 @@ class Philox4x32_10:
         self.boxmuller_extra = xp.zeros(self.shape, dtype=np.float32)
         self.boxmuller_extra_double = xp.zeros(self.shape, dtype=np.float64)
         self.output = self.ctr.copy()
-        self.skipahead_sequence(subsequence)
-        self.skipahead(offset)
+        self.skipahead_sequence(_u64(xp, subsequence, "subsequence", self.shape))
+        self.skipahead(_u64(xp, offset, "offset", self.shape))
 
     # -- positioning ---------------------------------------------------------------------------
     def skipahead_sequence(self, n: Any) -> None:
@@ -142,6 +162,14 @@ class Philox4x32_10:
         c[3] = c[3] + m
         self.output = self.xp.where(mask, philox4x32_10(self.xp, c, self.key), self.output)
 
+    def _out(self, value: Any) -> Any:
+        return value[0] if self._scalar else value
+
+    @property
+    def streams_shape(self) -> tuple[int, ...]:
+        """The shape of the streams (of every result, before a ``4``/``2`` form's last axis)."""
+        return () if self._scalar else self.shape
+
     def _all(self) -> Any:
         return self.xp.ones(self.shape, dtype=bool)
 
@@ -165,33 +193,40 @@ class Philox4x32_10:
         idx = self.STATE[None].astype(np.intp) + xp.arange(4).reshape((4,) + (1,) * len(self.shape))
         return xp.moveaxis(xp.take_along_axis(both, idx, axis=0), 0, -1)
 
+    @_public
     def curand(self) -> Any:
         """``curand(&s)``: the next 32-bit number of each stream (uint32)."""
         return self._curand(self._all())
 
+    @_public
     def curand4(self) -> Any:
         """``curand4(&s)``: the next four numbers (uint32, last axis 4)."""
         return self._curand4(self._all())
 
     # -- uniforms ------------------------------------------------------------------------------
+    @_public
     def uniform(self) -> Any:
         """``curand_uniform``: float32 in (0, 1]."""
         return fl.uniform_bits(self.xp, self.curand())
 
+    @_public
     def uniform4(self) -> Any:
         """``curand_uniform4``: four float32 (last axis 4)."""
         return fl.uniform_bits(self.xp, self.curand4())
 
+    @_public
     def uniform_double(self) -> Any:
         """``curand_uniform_double``: float64 in (0, 1] from one 32-bit number."""
         return fl.uniform_double_bits(self.xp, self.curand())
 
+    @_public
     def uniform2_double(self) -> Any:
         """``curand_uniform2_double``: two float64 of 53 bits each (last axis 2)."""
         b = self.curand4()
         return self.xp.stack([fl.uniform_double_hq(self.xp, b[..., 0], b[..., 1]),
                               fl.uniform_double_hq(self.xp, b[..., 2], b[..., 3])], axis=-1)
 
+    @_public
     def uniform4_double(self) -> Any:
         """``curand_uniform4_double``: four float64 of 53 bits each (last axis 4)."""
         return self.xp.concatenate([self.uniform2_double(), self.uniform2_double()], axis=-1)
@@ -222,14 +257,17 @@ class Philox4x32_10:
             self.boxmuller_flag, self.boxmuller_extra = flags, extra
         return out
 
+    @_public
     def normal(self) -> Any:
         """``curand_normal``: float32 standard normal (pairs; the second kept for the next call)."""
         return self._kept(1, self._pair, False)
 
+    @_public
     def normal2(self) -> Any:
         """``curand_normal2``: two float32 normals (last axis 2)."""
         return self.xp.stack(self._pair(self._all()), axis=-1)
 
+    @_public
     def normal4(self) -> Any:
         """``curand_normal4``: four float32 normals from one block (last axis 4)."""
         b = self.curand4()
@@ -237,14 +275,17 @@ class Philox4x32_10:
         c = fl.box_muller(self.xp, b[..., 2], b[..., 3])
         return self.xp.stack([a[0], a[1], c[0], c[1]], axis=-1)
 
+    @_public
     def normal_double(self) -> Any:
         """``curand_normal_double``: float64 standard normal (pairs, as ``normal``)."""
         return self._kept(1, self._pair_double, True)
 
+    @_public
     def normal2_double(self) -> Any:
         """``curand_normal2_double``: two float64 normals (last axis 2)."""
         return self.xp.stack(self._pair_double(self._all()), axis=-1)
 
+    @_public
     def normal4_double(self) -> Any:
         """``curand_normal4_double``: four float64 normals (last axis 4)."""
         return self.xp.concatenate([self.normal2_double(), self.normal2_double()], axis=-1)
@@ -253,6 +294,7 @@ class Philox4x32_10:
     def _lift(self, v: Any, mean: Any, stddev: Any) -> Any:
         return fl.exp32(self.xp, fl.fma32(self.xp, stddev, v, mean))
 
+    @_public
     def log_normal(self, mean: float, stddev: float) -> Any:
         """``curand_log_normal(&s, mean, stddev)``: float32 ``exp(mean + stddev * normal)``."""
         def make(mask: Any) -> tuple[Any, Any]:
@@ -260,14 +302,17 @@ class Philox4x32_10:
             return self._lift(a, mean, stddev), self._lift(b, mean, stddev)
         return self._kept(2, make, False)
 
+    @_public
     def log_normal2(self, mean: float, stddev: float) -> Any:
         """``curand_log_normal2``: two float32 log-normals (last axis 2)."""
         return self._lift(self.normal2(), mean, stddev)
 
+    @_public
     def log_normal4(self, mean: float, stddev: float) -> Any:
         """``curand_log_normal4``: four float32 log-normals (last axis 4)."""
         return self._lift(self.normal4(), mean, stddev)
 
+    @_public
     def log_normal_double(self, mean: float, stddev: float) -> Any:
         """``curand_log_normal_double``: float64 log-normal."""
         xp = self.xp
@@ -278,10 +323,12 @@ class Philox4x32_10:
                     xp.exp(fl.fma64(xp, stddev, b, mean)))
         return self._kept(2, make, True)
 
+    @_public
     def log_normal2_double(self, mean: float, stddev: float) -> Any:
         """``curand_log_normal2_double``: two float64 log-normals (last axis 2)."""
         return self.xp.exp(fl.fma64(self.xp, stddev, self.normal2_double(), mean))
 
+    @_public
     def log_normal4_double(self, mean: float, stddev: float) -> Any:
         """``curand_log_normal4_double``: four float64 log-normals (last axis 4)."""
         return self.xp.exp(fl.fma64(self.xp, stddev, self.normal4_double(), mean))
