@@ -141,3 +141,14 @@ def test_cupy_streams_equal_numpy_streams() -> None:
     for fns in ([lambda s: s.curand()] * 5, [lambda s: s.uniform4()],
                 [lambda s: s.normal()] * 3, [lambda s: s.normal2_double()]):
         assert np.array_equal(_calls(*fns, xp=cupy), _calls(*fns))
+
+
+def test_the_namespace_keeps_the_backends_random_names() -> None:
+    import cunumpy as xp
+
+    with xp.use_backend("numpy", strict=True):
+        assert xp.random.Philox4x32_10 is Philox4x32_10
+        assert xp.random.default_rng is np.random.default_rng  # forwarded to the backend
+        assert "default_rng" in dir(xp.random) and "curand_states" in dir(xp.random)
+        with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+            xp.random.no_such_name  # noqa: B018

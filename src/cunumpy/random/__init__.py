@@ -16,9 +16,15 @@ three, the ports can be checked against the host element by element:
 
 For many ranks, :func:`rank_streams` gives each rank its own range of subsequences, and
 :func:`curand_states` makes the state arrays that CUDA kernels keep between launches.
+
+Every other name is the active backend's own ``random`` module's (``numpy.random`` or
+``cupy.random``), looked up at each access: ``xp.random.default_rng(0)`` keeps working with
+``import cunumpy as xp``.
 """
 
 from __future__ import annotations
+
+from typing import Any as _Any
 
 from cunumpy.random._philox import Philox4x32_10
 from cunumpy.random._streams import (
@@ -29,6 +35,26 @@ from cunumpy.random._streams import (
     rank_streams,
     rank_subsequences,
 )
+
+
+def __getattr__(name: str) -> _Any:
+    from cunumpy.random._philox import backend_namespace
+
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        return getattr(backend_namespace().random, name)
+    except AttributeError:
+        raise AttributeError(f"module 'cunumpy.random' has no attribute {name!r} (nor has the "
+                             "active backend's random module)") from None
+
+
+def __dir__() -> list[str]:
+    from cunumpy.random._philox import backend_namespace
+
+    return sorted(set(__all__) | {n for n in dir(backend_namespace().random)
+                                  if not n.startswith("_")})
+
 
 __all__ = [
     "METAL_INCLUDE",
