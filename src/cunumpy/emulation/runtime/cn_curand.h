@@ -29,9 +29,9 @@
 
 #include "cn_philox.h"
 
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#endif
+// No a * b + c here depends on whether the compiler contracts it (the GPU's contractions are
+// written as fma, every other product is exact or not followed by an add), so the kernel's own
+// floating-point contraction setting is left as it is.
 
 #ifndef QUALIFIERS
 #define QUALIFIERS static inline
