@@ -362,12 +362,15 @@ def mpi_launched() -> bool:
     return any(var in os.environ for var in _MPI_RANK_VARIABLES)
 
 
-def mpi_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+def mpi_environment(extra: dict[str, str] | None = None,
+                    python_path: str | None = None) -> dict[str, str]:
     """A copy of the environment for a fresh MPI job: without the variables of
-    :data:`MPI_LAUNCHER_PREFIXES` (so that a job started from inside a rank is a job of its own), with
-    ``extra`` added."""
+    :data:`MPI_LAUNCHER_PREFIXES` (so that a job started from inside a rank is a job of its own),
+    with ``extra`` added and ``python_path`` put first on ``PYTHONPATH``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_LAUNCHER_PREFIXES)}
     env.update(extra or {})
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (python_path, env.get("PYTHONPATH")) if p)
     return env
 
 

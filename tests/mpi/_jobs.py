@@ -289,8 +289,15 @@ def buffer_cases(world: Any) -> dict[str, Any]:
     return {"allocations": allocations}
 
 
-def everything(ports: tuple[str, ...] = ("cuda",)) -> dict[str, Any]:
-    """All the checks for this job size."""
+def everything(ports: tuple[str, ...] = ("cuda",), demo: bool = False,
+               script: str | None = None) -> dict[str, Any]:
+    """All the checks for this job size; with ``demo``, ``cunumpy demo`` (which sees that
+    mpiexec started it) pushes through both ports instead of ``ports``; with ``script``, that
+    example runs on these ranks too."""
+    import contextlib
+    import io
+    import runpy
+
     from mpi4py import MPI
 
     from cunumpy.cli._demo_mpi import Setup, run_distributed
@@ -303,14 +310,29 @@ def everything(ports: tuple[str, ...] = ("cuda",)) -> dict[str, Any]:
     summary["errors"] = error_cases(world)
     summary["transfers"] = transfer_cases(world)
     summary["buffer"] = buffer_cases(world)
-    cart = world.Create_cart(MPI.Compute_dims(world.Get_size(), 2), periods=[True, True])
-    try:
-        push = run_distributed(cart, Setup(), ports)
-    finally:
-        cart.Free()
-    summary["push"] = {port: (r["exact"], r["conserved"], [x["particles"] for x in r["per_rank"]])
-                       for port, r in push["ports"].items()}
-    if not push["ok"]:
-        raise AssertionError(f"rank {world.Get_rank()}: the distributed push differs from the "
-                             f"serial run: {push['ports']}")
+    if ports:
+        cart = world.Create_cart(MPI.Compute_dims(world.Get_size(), 2), periods=[True, True])
+        try:
+            push = run_distributed(cart, Setup(), ports)
+        finally:
+            cart.Free()
+        summary["push"] = {port: (r["exact"], r["conserved"],
+                                  [x["particles"] for x in r["per_rank"]])
+                           for port, r in push["ports"].items()}
+        if not push["ok"]:
+            raise AssertionError(f"rank {world.Get_rank()}: the distributed push differs from "
+                                 f"the serial run: {push['ports']}")
+    for what, run in (("demo", demo), ("script", script)):
+        if not run:
+            continue
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            if what == "demo":
+                from cunumpy.cli import main
+
+                status = main(["demo", "--plain", "--n", "600", "--steps", "6"])
+            else:
+                runpy.run_path(script, run_name="__main__")
+                status = 0
+        summary[what] = (status, printed.getvalue())
     return summary

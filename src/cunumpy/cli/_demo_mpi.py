@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PORTS", "Setup", "run_distributed", "simulate"]
+__all__ = ["PORTS", "Setup", "run_cli", "run_distributed", "simulate"]
 
 PUSH_CUDA = r"""
 extern "C" __global__ void push(int n, float dt, float q, const float* phi, int ny, int ox,
@@ -237,3 +237,51 @@ def print_report(report: dict, console: Any) -> None:
         console.print(f"  {port:>5} global: {r['particles']} particles {state}; all {verdict} "
                       f"({r['wall_s']:.2f} s)")
     console.print("OK" if report["ok"] else "FAILED")
+
+
+def _choose_engines() -> None:
+    """Real GPUs where they work, else the CPU emulators (read at each launch)."""
+    import os
+
+    import cunumpy as xp
+
+    if xp.get_backend() == "cupy":
+        if not xp.kernels.metal_available():
+            os.environ.setdefault("CUNUMPY_METAL_ENGINE", "cuda")  # the CuPy arrays stay put
+        return
+    os.environ.setdefault("CUNUMPY_CUDA_ENGINE", "emulator")
+    if not xp.kernels.metal_available():
+        os.environ.setdefault("CUNUMPY_METAL_ENGINE", "emulator")
+
+
+def run_cli(args: Any, console: Any) -> int | None:
+    """``cunumpy demo`` on MPI ranks; None when this is one process and ``--mpi`` was not
+    given (the ordinary demo runs then)."""
+    import json
+
+    from cunumpy.mpi import bind_device
+    from cunumpy.mpi._comm import load_mpi
+
+    MPI = load_mpi()
+    world = MPI.COMM_WORLD
+    if world.Get_size() == 1 and not args.mpi:
+        return None
+    bind_device(world)
+    _choose_engines()
+    if args.n is not None and args.n < 1:
+        raise SystemExit("cunumpy demo: --n must be a positive number of particles")
+    steps = 10 if args.steps is None else args.steps
+    if steps < 1:
+        raise SystemExit("cunumpy demo: --steps must be at least 1")
+    setup = Setup(particles=args.n or 2000, steps=steps, seed=args.seed)
+    cart = world.Create_cart(MPI.Compute_dims(world.Get_size(), 2), periods=[True, True])
+    try:
+        report = run_distributed(cart, setup)
+    finally:
+        cart.Free()
+    if world.Get_rank() == 0:
+        print_report(report, console)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(report, fh, indent=2)
+    return 0 if report["ok"] else 1

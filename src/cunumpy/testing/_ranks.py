@@ -251,13 +251,10 @@ def run_ranks(n: int, target: Callable[..., Any] | str | os.PathLike | Sequence[
         with open(os.path.join(jobdir, "job.pkl"), "wb") as fh:
             pickle.dump(spec, fh)
         here = str(pathlib.Path(__file__).resolve().parents[2])
-        extra = dict(env or {})
-        extra["PYTHONPATH"] = os.pathsep.join(
-            p for p in (here, extra.get("PYTHONPATH", os.environ.get("PYTHONPATH"))) if p)
-        extra.setdefault("PYTHONUNBUFFERED", "1")
+        extra = {"PYTHONUNBUFFERED": "1", **(env or {})}
         command = [*launcher, *_launcher_flags(tuple(launcher)), "-n", str(n), sys.executable,
                    "-m", "cunumpy.testing._rank_main", jobdir]
-        result = _launch(command, jobdir, n, timeout, config.mpi_environment(extra), cwd)
+        result = _launch(command, jobdir, n, timeout, config.mpi_environment(extra, here), cwd)
     finally:
         shutil.rmtree(jobdir, ignore_errors=True)
     if check and not result.ok:
