@@ -336,3 +336,13 @@ def everything(ports: tuple[str, ...] = ("cuda",), demo: bool = False,
                 status = 0
         summary[what] = (status, printed.getvalue())
     return summary
+
+
+def cuda_aware_here() -> bool:
+    """The MPI library's answer on this machine (binding the rank's device first)."""
+    from mpi4py import MPI
+
+    from cunumpy.mpi import bind_device, cuda_aware
+
+    bind_device(MPI.COMM_WORLD)
+    return cuda_aware(MPI.COMM_WORLD)

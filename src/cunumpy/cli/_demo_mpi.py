@@ -163,9 +163,11 @@ def _push(port: str, xp: Any, s: Setup, phi: Any, blocks: _Blocks, x: Any, v: An
     return x_out, v_out
 
 
-def simulate(s: Setup, port: str, comm: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def simulate(s: Setup, port: str, comm: Any = None,
+             timings: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run the push with ``port`` on ``comm`` (None: the serial run); this rank's final
-    ``(ids, x, v)`` as NumPy arrays."""
+    ``(ids, x, v)`` as NumPy arrays. ``timings`` (a dict) receives ``steps_s``, the wall time
+    of the steps alone (``benchmarks/bench_mpi.py``)."""
     import cunumpy as xp
     from cunumpy.mpi import halo_exchange, migrate
 
@@ -179,12 +181,19 @@ def simulate(s: Setup, port: str, comm: Any = None) -> tuple[np.ndarray, np.ndar
     phi = xp.asarray(phi)
     ids, x, v = (xp.asarray(a[mine]) for a in (ids, x, v))
     a = np.float32(s.smooth)
+    start = time.perf_counter()
     for _ in range(s.steps):
         halo_exchange(phi, 1, comm)
         x, v = _push(port, xp, s, phi, blocks, x, v)
         if comm is not None:
             ids, x, v = migrate(blocks.owner(xp, x), ids, x, v, comm=comm)
         _smooth(phi, a)
+    if timings is not None:
+        if xp.get_backend() == "cupy":
+            import cupy
+
+            cupy.cuda.runtime.deviceSynchronize()
+        timings["steps_s"] = time.perf_counter() - start
     return xp.to_numpy(ids), xp.to_numpy(x), xp.to_numpy(v)
 
 
