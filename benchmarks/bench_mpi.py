@@ -243,14 +243,10 @@ def bench_migrate(args: Any, world: Any, backend: str, leave: float) -> dict:
 
 
 def bench_push(args: Any, world: Any, backend: str) -> list[dict]:
-    import os
-
     import cunumpy as xp
     from cunumpy.cli._demo_mpi import Setup, simulate
 
     MPI = _MPI
-    if backend == "numpy":
-        os.environ.setdefault("CUNUMPY_CUDA_ENGINE", "emulator")
     rows = []
     p = 1
     while p <= world.Get_size():

@@ -69,16 +69,18 @@ _kernels: dict[str, Any] = {}
 
 
 def _kernel(port: str) -> Any:
-    if port not in _kernels:
+    engine = engines()["cuda"] if port == "cuda" else None
+    if (port, engine) not in _kernels:
         from cunumpy.kernels import CudaKernel, MetalKernel
 
         if port == "cuda":
-            _kernels[port] = CudaKernel(PUSH_CUDA, "push")
-        else:
-            _kernels[port] = MetalKernel(
+            kernel = CudaKernel(PUSH_CUDA, "push", engine=engine)
+        else:  # the engine is a call argument
+            kernel = MetalKernel(
                 PUSH_METAL, inputs=["phi", "x", "v", "n", "ny", "ox", "oy", "dt", "q", "lx", "ly"],
                 outputs=["x_out", "v_out"], name="push2d")
-    return _kernels[port]
+        _kernels[port, engine] = kernel
+    return _kernels[port, engine]
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ def _push(port: str, xp: Any, s: Setup, phi: Any, blocks: _Blocks, x: Any, v: An
         return x, v
     x_out, v_out = xp.empty_like(x), xp.empty_like(v)
     kernel(phi, x, v, n, ny, ox, oy, s.dt, s.q, float(s.nx), float(s.ny), out=(x_out, v_out),
-           n_threads=n)
+           n_threads=n, engine=engines()["metal"])
     return x_out, v_out
 
 
@@ -203,7 +205,13 @@ def run_distributed(comm: Any, s: Setup | None = None, ports: tuple[str, ...] = 
     whether the particles were conserved and all match."""
     s = s or Setup()
     rank = comm.Get_rank()
-    report: dict[str, Any] = {"setup": s.__dict__, "ranks": comm.Get_size(), "ports": {}}
+    chosen = engines()
+    names = {("cuda", "emulator"): "emu-cuda", ("metal", "emulator"): "emu-metal",
+             ("metal", "cuda"): "metal-cuda"}
+    report: dict[str, Any] = {
+        "setup": s.__dict__, "ranks": comm.Get_size(), "ports": {},
+        "engines": {p: names.get((p, chosen[p]), chosen[p] or "the environment's engine")
+                    for p in ports}}
     for port in ports:
         start = time.perf_counter()
         serial = simulate(s, port, None) if rank == 0 else None  # also compiles, once
@@ -235,6 +243,8 @@ def print_report(report: dict, console: Any) -> None:
     console.print(f"cunumpy demo on {report['ranks']} MPI ranks: {s['particles']} particles, "
                   f"{s['steps']} steps on a periodic {s['nx']}x{s['ny']} field with a halo of 1, "
                   "against the serial run")
+    console.print("  engines: " + ", ".join(f"{p} port on {e}" for p, e in
+                                           report["engines"].items()))
     for port, r in report["ports"].items():
         for row in r["per_rank"]:
             verdict = "agrees exactly" if row["exact"] else (
@@ -248,19 +258,19 @@ def print_report(report: dict, console: Any) -> None:
     console.print("OK" if report["ok"] else "FAILED")
 
 
-def _choose_engines() -> None:
-    """Real GPUs where they work, else the CPU emulators (read at each launch)."""
-    import os
-
+def engines() -> dict[str, str | None]:
+    """The engine of each port: what ``CUNUMPY_CUDA_ENGINE`` / ``CUNUMPY_METAL_ENGINE`` name
+    when set (None: the kernel reads the setting at each call), else the GPU where the backend
+    has one, else the CPU emulator."""
     import cunumpy as xp
+    from cunumpy import config
 
-    if xp.get_backend() == "cupy":
-        if not xp.kernels.metal_available():
-            os.environ.setdefault("CUNUMPY_METAL_ENGINE", "cuda")  # the CuPy arrays stay put
-        return
-    os.environ.setdefault("CUNUMPY_CUDA_ENGINE", "emulator")
-    if not xp.kernels.metal_available():
-        os.environ.setdefault("CUNUMPY_METAL_ENGINE", "emulator")
+    gpu = xp.get_backend() == "cupy"
+    cuda = None if config.setting_text("CUNUMPY_CUDA_ENGINE") else ("cupy" if gpu else "emulator")
+    metal: str | None = None
+    if not config.setting_text("CUNUMPY_METAL_ENGINE"):
+        metal = "mlx" if xp.kernels.metal_available() else ("cuda" if gpu else "emulator")
+    return {"cuda": cuda, "metal": metal}
 
 
 def run_cli(args: Any, console: Any) -> int | None:
@@ -276,7 +286,6 @@ def run_cli(args: Any, console: Any) -> int | None:
     if world.Get_size() == 1 and not args.mpi:
         return None
     bind_device(world)
-    _choose_engines()
     if args.n is not None and args.n < 1:
         raise SystemExit("cunumpy demo: --n must be a positive number of particles")
     steps = 10 if args.steps is None else args.steps
