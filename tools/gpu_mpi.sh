@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu_mpi_out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 CUNUMPY_CACHE_DIR=/tmp/cncache-mpi
-python3 -m pip install -q --no-index --no-deps --prefix /tmp/mpi .whl/mpich-*.whl 2>&1 | grep -v WARNING
+python3 -m pip install -q --ignore-installed --no-index --no-deps --prefix /tmp/mpi .whl/mpich-*.whl 2>&1 | grep -v WARNING
 export PATH=/tmp/mpi/bin:$PATH LD_LIBRARY_PATH=/tmp/mpi/lib:${LD_LIBRARY_PATH:-}
-export MPI4PY_LIBMPI=/tmp/mpi/lib/libmpi.so.12
+export MPI4PY_LIBMPI=/tmp/mpi/lib/libmpi.so.12 CUNUMPY_MPIEXEC=/tmp/mpi/bin/mpiexec
 if ! python3 -c "from mpi4py import MPI" 2>/dev/null; then
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/mpi4py-*.whl 2>&1 | grep -v WARNING
     export PYTHONPATH=/tmp/site:$PYTHONPATH
