@@ -20,7 +20,7 @@ import numpy as np
 from cunumpy import profiling
 from cunumpy.mpi._device import check_device, is_device, local_cuda_aware, synchronize
 
-__all__ = ["PinnedPool", "buffer", "from_pinned", "pinned_pool", "to_pinned"]
+__all__ = ["Buffer", "PinnedPool", "buffer", "from_pinned", "pinned_pool", "to_pinned"]
 
 MIN_BLOCK = 64 << 10
 """Smallest pinned block (bytes); a request takes the next power of two at or above it."""
@@ -126,9 +126,7 @@ def _host_view(block: np.ndarray, like: Any) -> np.ndarray:
     return block.view(np.dtype(like.dtype)).reshape(like.shape)
 
 
-@contextlib.contextmanager
-def buffer(array: Any, *, send: bool = True, recv: bool = False,
-           comm: Any = None) -> Iterator[Any]:
+def buffer(array: Any, *, send: bool = True, recv: bool = False, comm: Any = None) -> Buffer:
     """What to hand to mpi4py for ``array``: a context manager.
 
     Inside the ``with`` block, pass the yielded object to mpi4py (``comm.Send(buf, ...)``,
@@ -162,9 +160,10 @@ def buffer(array: Any, *, send: bool = True, recv: bool = False,
     if not (send or recv):
         raise ValueError("buffer: at least one of send=True or recv=True is needed")
     if isinstance(array, np.ndarray):
-        with _host_buffer(array, send, recv) as buf:
-            yield buf
-        return
+        if recv and not array.flags.writeable:
+            raise ValueError("buffer: argument 'array' is read-only but recv=True (MPI would "
+                             "write it); pass a writeable array")
+        return Buffer(array, send, recv, "host")
     if not is_device(array):
         raise TypeError(
             f"buffer: argument 'array' must be a NumPy or CuPy array, got {type(array).__name__}"
@@ -172,54 +171,53 @@ def buffer(array: Any, *, send: bool = True, recv: bool = False,
     problem = check_device(array)
     if problem:
         raise ValueError(f"buffer: argument 'array' {_describe(array)}: {problem}")
-    if local_cuda_aware():
-        with _direct_buffer(array, send, recv) as buf:
-            yield buf
-        return
-    with _staged_buffer(array, send, recv) as buf:
-        yield buf
+    return Buffer(array, send, recv, "direct" if local_cuda_aware() else "staged")
 
 
-@contextlib.contextmanager
-def _host_buffer(array: np.ndarray, send: bool, recv: bool) -> Iterator[np.ndarray]:
-    if recv and not array.flags.writeable:
-        raise ValueError("buffer: argument 'array' is read-only but recv=True (MPI would write "
-                         "it); pass a writeable array")
-    if array.flags.c_contiguous:
-        yield array
-        return
-    tmp = np.ascontiguousarray(array) if send else np.empty(array.shape, array.dtype)
-    yield tmp
-    if recv:
-        array[...] = tmp
+class Buffer:
+    """The context manager :func:`buffer` returns (a class, so that the copies it makes are
+    recorded at the caller's ``with`` line)."""
 
+    def __init__(self, array: Any, send: bool, recv: bool, how: str) -> None:
+        self.array, self.send, self.recv, self.how = array, send, recv, how
+        self._contiguous: Any = None
+        self._block: np.ndarray | None = None
+        self._host: Any = None
 
-@contextlib.contextmanager
-def _direct_buffer(array: Any, send: bool, recv: bool) -> Iterator[Any]:
-    import cupy
+    def _contiguous_copy(self, xp: Any) -> Any:
+        a = self.array
+        if a.flags.c_contiguous:
+            return a
+        return xp.ascontiguousarray(a) if self.send else xp.empty(a.shape, a.dtype)
 
-    tmp = array if array.flags.c_contiguous else (
-        cupy.ascontiguousarray(array) if send else cupy.empty(array.shape, array.dtype))
-    synchronize()
-    yield tmp
-    if recv and tmp is not array:
-        array[...] = tmp
+    def __enter__(self) -> Any:
+        if self.how == "host":
+            self._contiguous = self._contiguous_copy(np)
+            return self._contiguous
+        import cupy
 
-
-@contextlib.contextmanager
-def _staged_buffer(array: Any, send: bool, recv: bool) -> Iterator[np.ndarray]:
-    import cupy
-
-    what = f"cunumpy.mpi.buffer {_describe(array)} staged through pinned host memory"
-    contiguous = array if array.flags.c_contiguous else (
-        cupy.ascontiguousarray(array) if send else cupy.empty(array.shape, array.dtype))
-    with pinned_pool().lease(array.nbytes) as block:
-        host = _host_view(block, array)
-        if send:
+        self._contiguous = self._contiguous_copy(cupy)
+        if self.how == "direct":
             synchronize()
-            to_pinned(contiguous, host, what)
-        yield host
-        if recv:
-            from_pinned(host, contiguous, what)
-            if contiguous is not array:
-                array[...] = contiguous
+            return self._contiguous
+        self._block = pinned_pool().take(self.array.nbytes)
+        self._host = _host_view(self._block[:self.array.nbytes], self.array)
+        if self.send:
+            synchronize()
+            to_pinned(self._contiguous, self._host, self._what())
+        return self._host
+
+    def _what(self) -> str:
+        return f"cunumpy.mpi.buffer {_describe(self.array)} staged through pinned host memory"
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc_type is None and self.recv:
+                if self.how == "staged":
+                    from_pinned(self._host, self._contiguous, self._what())
+                if self._contiguous is not self.array:
+                    self.array[...] = self._contiguous
+        finally:
+            if self._block is not None:
+                pinned_pool().give(self._block)
+                self._block = None
