@@ -77,7 +77,9 @@ def _counts(xp: Any, dest: Any, size: int) -> tuple[np.ndarray, Any]:
     """Rows per destination (on the host) and the destinations as int64 (on dest's side); the
     last count is the number of rows whose destination is out of range."""
     d = dest.astype(xp.int64, copy=False)
-    valid = (d >= 0) & (d < size)
+    if xp is np and (d.size == 0 or (d.min() >= 0 and d.max() < size)):  # fewer passes
+        return np.append(np.bincount(d, minlength=size), 0).astype(np.int64), d
+    valid = (d >= 0) & (d < size)  # one pass and one small copy to the host on the device
     counts = xp.bincount(xp.where(valid, d, size), minlength=size + 1)
     return to_numpy(counts).astype(np.int64), d
 
