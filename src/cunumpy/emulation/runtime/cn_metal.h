@@ -19,6 +19,7 @@
 #endif
 
 #include "cn_core.h"
+#include <tuple>
 
 #if defined(__has_include)
 #if __has_include("cn_metal_types.h")
@@ -645,6 +646,98 @@ CN_ATTRIBUTE inline uint3 threads_per_grid(const ThreadInfo& t) { return u3(t.gr
 CN_ATTRIBUTE inline uint threads_per_simdgroup(const ThreadInfo& t) { return t.width; }
 CN_ATTRIBUTE inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); }
 #undef CN_ATTRIBUTE
+
+// ---------------------------------------------------------------------------------------------
+// Whole libraries (MetalLibrary): the generated launcher binds each parameter of the kernel
+// function from its buffer, its threadgroup allocation or its thread attribute, by the
+// parameter's own C++ type (the kernel's declared types, after the rewrite to checked pointers).
+// ---------------------------------------------------------------------------------------------
+
+template <class F> struct fn_traits;
+template <class R, class... A> struct fn_traits<R (*)(A...)> {
+  static constexpr int arity = sizeof...(A);
+  template <int I> using arg = std::tuple_element_t<I, std::tuple<A...>>;
+};
+template <class F, int I> using param_t = typename fn_traits<F>::template arg<I>;
+
+template <class P> struct ptr_elem { using type = void; };
+template <class T> struct ptr_elem<ptr<T>> { using type = T; };
+
+template <class P> using bare_t = std::remove_cv_t<std::remove_reference_t<P>>;
+
+// Bytes one element (pointers) or the value (references, values) of a parameter occupies: what
+// a buffer bound to it is checked against.
+template <class P> constexpr int64_t value_size() {
+  using Q = bare_t<P>;
+  if constexpr (is_checked_ptr<Q>::value) {
+    using T = typename ptr_elem<Q>::type;
+    if constexpr (std::is_void<std::remove_cv_t<T>>::value) return 1; else return sizeof(T);
+  } else if constexpr (std::is_pointer<Q>::value) {
+    using T = std::remove_pointer_t<Q>;
+    if constexpr (std::is_void<std::remove_cv_t<T>>::value) return 1; else return sizeof(T);
+  } else {
+    return sizeof(Q);
+  }
+}
+template <class P> constexpr int64_t value_kind() {  // 1 pointer, 2 reference, 3 value
+  using Q = bare_t<P>;
+  if constexpr (is_checked_ptr<Q>::value || std::is_pointer<Q>::value) return 1;
+  else if constexpr (std::is_reference<P>::value) return 2;
+  else return 3;
+}
+
+template <class P>
+__attribute__((always_inline)) inline P bind(const LaunchDesc* d, int slot) {
+  using Q = bare_t<P>;
+  void* data = d->buffers[slot].data;
+  if constexpr (is_checked_ptr<Q>::value) {
+    using T = typename ptr_elem<Q>::type;
+    T* p = static_cast<T*>(data);
+    return Q(p, p, d->buffers[slot].bytes / value_size<P>(), slot);
+  } else if constexpr (std::is_pointer<Q>::value) {
+    return static_cast<Q>(data);
+  } else if constexpr (std::is_reference<P>::value) {
+    return *static_cast<std::remove_reference_t<P>*>(data);
+  } else {
+    alignas(Q) unsigned char raw[sizeof(Q)];
+    std::memcpy(raw, data, sizeof(Q));
+    return *reinterpret_cast<Q*>(raw);
+  }
+}
+
+// A [[threadgroup(i)]] parameter: `bytes` of the group's arena in shared slot `slot`, made by
+// the first thread of each group that asks.
+template <class P>
+__attribute__((always_inline)) inline P bind_threadgroup(int slot, int64_t bytes) {
+  using Q = bare_t<P>;
+  void* s = g.arena.slots[slot];
+  if (__builtin_expect(!s, 0)) s = arena_alloc(slot, size_t(bytes), 16, size_t(value_size<P>()));
+  if constexpr (is_checked_ptr<Q>::value) {
+    using T = typename ptr_elem<Q>::type;
+    T* p = static_cast<T*>(s);
+    return Q(p, p, bytes / value_size<P>(), -1 - slot);
+  } else if constexpr (std::is_pointer<Q>::value) {
+    return static_cast<Q>(s);
+  } else {
+    return *static_cast<std::remove_reference_t<P>*>(s);
+  }
+}
+
+// A thread attribute as the parameter declares it: uint3 values become ushort2, uint, ...
+template <class To, class From>
+__attribute__((always_inline)) inline To attr_as(const From& v) {
+  using T = bare_t<To>;
+  constexpr int n = metal::cn_detail::vtraits<T>::n;
+  if constexpr (metal::cn_detail::vtraits<From>::n == 0) {
+    if constexpr (n == 0) return T(v); else return T(v);
+  } else if constexpr (n == 0) {
+    return T(v.x);
+  } else if constexpr (n == 2) {
+    return T(v.x, v.y);
+  } else {
+    return T(v.x, v.y, v.z);
+  }
+}
 
 }  // namespace msl
 }  // namespace cn
