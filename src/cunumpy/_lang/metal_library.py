@@ -102,6 +102,8 @@ class LibraryKernel:
     or ``void(<parameters>)`` for a full parameter list; None for a plain kernel."""
     unsupported: str | None = None
     """Why no engine here can launch it (a texture parameter, ...)."""
+    body: tuple[int, int] | None = None
+    """Offsets of the kernel function's body (``{`` to ``}``) in the preprocessed text."""
 
 
 @dataclass(frozen=True)
@@ -312,6 +314,7 @@ class _Template:
     params: list[Token]
     line: int
     file: str
+    body: tuple[int, int]
 
 
 class _Parser:
@@ -534,16 +537,18 @@ class _Parser:
             name_tok = sig[paren - 1]
             if name_tok.kind == "ident":
                 file, line = self.where(paren - 1)
-                self.bodies.append((sig[j].start, sig[close].start + 1))
+                span = (sig[j].start, sig[close].start + 1)
+                self.bodies.append(span)
                 qualified = "::".join([*[n for n in self.ns if n], name_tok.text])
                 params = sig[paren + 1: _match(sig, paren, "(", ")")]
                 if tparams is None:
                     ps, why = parse_params(params)
                     self.add(LibraryKernel(name_tok.text, qualified, ps, line, file,
-                                           unsupported=why))
+                                           unsupported=why, body=span))
                 else:
                     self.templates.setdefault(name_tok.text, []).append(
-                        _Template(name_tok.text, qualified, tparams, list(params), line, file))
+                        _Template(name_tok.text, qualified, tparams, list(params), line, file,
+                                  span))
         return close + 1
 
     def _constant(self, start: int, attr_at: int, index: int) -> None:
@@ -634,7 +639,8 @@ class _Parser:
                     mapping[pname] = value
             params, why = parse_params(template.params, mapping)
         qualified = template.qualified if template else name
-        self.add(LibraryKernel(host, qualified, params, line, file, targs, ftype, why))
+        self.add(LibraryKernel(host, qualified, params, line, file, targs, ftype, why,
+                               template.body if template else None))
         if not is_kernel and template is None:
             return end + 1
         return end + 1

@@ -247,7 +247,7 @@ def library_source(
         checked_arrays = checks
     edited = edit_library(lib, kernel, constants)
     body = rewrite(edited, checks=checked_arrays, checked_params=checked_buffers,
-                   checked_pointers=checked_buffers)
+                   checked_pointers=checked_buffers, conditionals=True)
     shared = list(body.shared)
     if kernel.function_type is not None:
         head = f"  cn_kernel_t* cn_fp = &{_call_target(kernel)};"

@@ -723,6 +723,23 @@ __attribute__((always_inline)) inline P bind_threadgroup(int slot, int64_t bytes
   }
 }
 
+}  // namespace msl
+
+// The type of `c ? a : b` (cunumpy.emulation._conditional): the C++ conditional's where it is
+// well-formed, else Metal's arithmetic result (half and float give float).
+template <class A, class B, class = void>
+struct cond_common {
+  using type = decltype(std::declval<std::remove_cv_t<std::remove_reference_t<A>>>() +
+                        std::declval<std::remove_cv_t<std::remove_reference_t<B>>>());
+};
+template <class A, class B>
+struct cond_common<A, B, std::void_t<decltype(true ? std::declval<A>() : std::declval<B>())>> {
+  using type = decltype(true ? std::declval<A>() : std::declval<B>());
+};
+template <class A, class B> using cond_t = typename cond_common<A, B>::type;
+
+namespace msl {
+
 // A thread attribute as the parameter declares it: uint3 values become ushort2, uint, ...
 template <class To, class From>
 __attribute__((always_inline)) inline To attr_as(const From& v) {
