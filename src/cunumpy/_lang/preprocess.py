@@ -29,6 +29,7 @@ from cunumpy._lang.tokens import tokenize
 __all__ = ["METAL_PREDEFINED", "Preprocessed", "PreprocessorError", "preprocess"]
 
 METAL_PREDEFINED: dict[str, str] = {
+    "__METAL__": "1",
     "__METAL_VERSION__": "310",
     "__METAL_MACOS__": "1",
     "__HAVE_BFLOAT__": "1",
@@ -125,12 +126,7 @@ def _spaced(tokens: Sequence[_Tok]) -> str:
 def _glues(a: str, b: str) -> bool:
     """Whether punctuators ``a`` and ``b`` written together would read as other tokens."""
     joined = a[-1:] + b[:1]
-    return joined in _GLUE or joined in ("//", "/*")
-
-
-_GLUE = frozenset(
-    {"::", "->", "++", "--", "&&", "||", "<<", ">>", "##", "..", "<=", ">=", "==", "!=", "+=",
-     "-=", "*=", "/=", "%=", "&=", "|=", "^="})
+    return joined in ("//", "/*")
 
 
 def _stringify(tokens: Sequence[_Tok]) -> _Tok:

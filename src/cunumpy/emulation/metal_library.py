@@ -1,9 +1,9 @@
 """Run kernels of whole Metal libraries on the CPU: the ``emu-metal`` side of MetalLibrary.
 
 A launch compiles (once per kernel, function-constant values and checks; cached on disk) one C++
-translation unit: the runtime headers, then the whole preprocessed library inside
-``namespace cn_user`` (so that its names never clash with the runtime's, such as ``Limits`` or
-``ceildiv``), then a launcher that calls the kernel function for every thread. The launcher
+translation unit: the runtime headers (``cn_metal_library.h``: MLX's preamble names such as
+``Limits`` or ``ceildiv`` stay in a namespace of their own, so the library's never clash with
+them), then the whole preprocessed library, then a launcher that calls the kernel function for every thread. The launcher
 binds each parameter by its C++ type: buffers as checked pointers (``device``/``constant``
 pointers) or references into the bound bytes (``constant T&``), ``[[threadgroup(i)]]`` memory
 from the group's arena, thread attributes converted to the declared type (``ushort2``, ``uint``).
@@ -160,7 +160,7 @@ def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
         out.append(new)
         pos = stop
     out.append(text[pos:])
-    return _reopen_metal("".join(out))
+    return "".join(out)
 
 
 def _parameter_list(text: str, a: int, b: int) -> int:
@@ -193,36 +193,6 @@ def _instantiates(statement: str, host: str) -> bool:
         t.text[t.text.index('"') + 1:-1] for t in tokenize(statement) if t.kind == "string"
     )
     return found == host
-
-
-def _reopen_metal(text: str) -> str:
-    """An extension of ``namespace metal { ... }`` at the top of the library must extend the
-    runtime's namespace, not one inside ``cn_user``."""
-    if "namespace metal" not in text:
-        return text
-    tokens = [t for t in tokenize(text) if t.kind not in ("ws", "comment", "pp")]
-    edits = []
-    depth = 0
-    close_at: int | None = None
-    for i, t in enumerate(tokens):
-        if t.text == "{":
-            depth += 1
-        elif t.text == "}":
-            depth -= 1
-            if close_at is not None and depth == 0:
-                edits.append((t.start, t.start + 1, "} namespace cn_user {"))
-                close_at = None
-        if (depth == 0 and t.text == "namespace" and i + 2 < len(tokens)
-                and tokens[i + 1].text == "metal" and tokens[i + 2].text == "{"):
-            edits.append((t.start, t.start + len(t.text), "} namespace"))
-            close_at = i
-    out, pos = [], 0
-    for start, stop, new in edits:
-        out.append(text[pos:start])
-        out.append(new)
-        pos = stop
-    out.append(text[pos:])
-    return "".join(out)
 
 
 def _call_target(kernel: LibraryKernel) -> str:
@@ -282,9 +252,8 @@ def library_source(
     fibers = body.sync or "thread_elements" in edited
     nbuf = len(buffers) + 1
     parts = [
-        '#include "cn_metal.h"',
+        '#include "cn_metal_library.h"',
         *_MATH_MODE_LINES[math_mode],
-        "namespace cn_user {",
         body.text,
         '#line 1 "launch"',
         "CN_EXPORT void cn_sizes(int64_t* out) {",
@@ -306,7 +275,6 @@ def library_source(
         f"{'true' if checks else 'false'}, {'true' if checks else 'false'}>"
         f"(d, {len(shared)}, cn_fn);",
         "}",
-        "}  // namespace cn_user",
         "",
     ]
     return LibraryBuild("\n".join(parts), tuple(shared), fibers, tuple(buffers), tuple(tgs),
@@ -329,7 +297,7 @@ def _variant(lib: LibraryText, kernel: LibraryKernel, constants: Mapping[str, An
 
     def build(gen: LibraryBuild) -> _build.Library:
         return _build.build_library(
-            gen.source, engine=DIALECT.engine, header="cn_metal.h", checks=checks,
+            gen.source, engine=DIALECT.engine, header="cn_metal_library.h", checks=checks,
             prefix=DIALECT.prefix(name), user_text=dict(files), races=races,
         )
 

@@ -169,18 +169,27 @@ class MetalFunction:
         grid3, tg3 = self._geometry(grid, threadgroups, threadgroup)
         tgmem = threadgroup_memory_sizes(self, threadgroup_memory)
         buffers, writes = self._buffers(values, eng)
-        if 0 in grid3:
-            return None
+        self.launch_buffers(buffers, grid3, tg3, tgmem, eng)
+        _finish(eng, self.name, writes, buffers)
+        return None
+
+    def launch_buffers(self, buffers: Mapping[int, Any], grid: tuple[int, int, int],
+                       threadgroup: tuple[int, int, int], threadgroup_memory: Mapping[int, int],
+                       engine: Any = None) -> None:
+        """Launch with buffers already bound (by buffer index; arrays of bytes or of any dtype,
+        as Metal binds memory), skipping the front end's value checks (the engine still checks
+        sizes). The PyTorch drop-in binds tensors this way."""
+        eng = engine if engine is not None and not isinstance(engine, str) \
+            else get_metal_engine(engine)
+        if 0 in grid:
+            return
         eng.check_available()
         key = (eng.name, "safe")
         go = self._prepared.get(key)
         if go is None:
             go = self._prepared[key] = _prepare(eng, self.program())
-        launch = LibraryLaunch(grid3, tg3, tuple(sorted(buffers.items())),
-                               tuple(sorted(tgmem.items())))
-        go(launch)
-        _finish(eng, self.name, writes, buffers)
-        return None
+        go(LibraryLaunch(tuple(grid), tuple(threadgroup), tuple(sorted(buffers.items())),
+                         tuple(sorted(threadgroup_memory.items()))))
 
     def _geometry(self, grid: Any, threadgroups: Any, threadgroup: Any
                   ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

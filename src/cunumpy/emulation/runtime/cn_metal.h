@@ -582,6 +582,31 @@ inline void simdgroup_multiply(simdgroup_matrix<T, Cols, Rows>& d,
   simdgroup_multiply_accumulate(d, a, b, make_filled_simdgroup_matrix<T, Cols, Rows>(T(0)));
 }
 
+// metal::array (<metal_array>): a fixed-size aggregate like std::array.
+template <class T, size_t N>
+struct array {
+  T cn_elems[N > 0 ? N : 1];
+  T& operator[](size_t i) { return cn_elems[i]; }
+  const T& operator[](size_t i) const { return cn_elems[i]; }
+  static constexpr size_t size() { return N; }
+  static constexpr bool empty() { return N == 0; }
+  T* data() { return cn_elems; }
+  const T* data() const { return cn_elems; }
+  T* begin() { return cn_elems; }
+  T* end() { return cn_elems + N; }
+  const T* begin() const { return cn_elems; }
+  const T* end() const { return cn_elems + N; }
+  T& front() { return cn_elems[0]; }
+  T& back() { return cn_elems[N - 1]; }
+};
+
+using std::declval;
+
+template <class T, class U>
+inline bool isunordered(T a, U b) { return isnan(a) || isnan(b); }
+template <class T, class U>
+inline bool isordered(T a, U b) { return !isunordered(a, b); }
+
 }  // namespace metal
 
 using namespace metal;
