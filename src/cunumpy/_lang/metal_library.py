@@ -132,6 +132,16 @@ class LibraryText:
     functions drop them)."""
     bodies: tuple[tuple[int, int], ...] = field(default=())
     """Offsets of the bodies of kernel functions and kernel templates (``{`` to ``}``)."""
+    body_names: tuple[str, ...] = field(default=())
+    """The function name of each of :attr:`bodies`."""
+
+
+def c_int(text: str) -> int:
+    """A C integer literal's value (``010`` is octal, suffixes and ``'`` separators allowed)."""
+    digits = text.replace("'", "").rstrip("uUlL")
+    if len(digits) > 1 and digits[0] == "0" and digits[1] not in "xXbB":
+        return int(digits, 8)
+    return int(digits, 0)
 
 
 def _sig(text: str) -> list[Token]:
@@ -272,9 +282,9 @@ def parse_params(tokens: Sequence[Token], mapping: dict[str, str] | None = None
         for group in attrs:
             word = group[0].text if group else ""
             if word == "buffer" and len(group) >= 3:
-                index = int(group[2].text.rstrip("uU"), 0)
+                index = c_int(group[2].text)
             elif word == "threadgroup" and len(group) >= 3:
-                kind, index = "threadgroup", int(group[2].text.rstrip("uU"), 0)
+                kind, index = "threadgroup", c_int(group[2].text)
             elif word in THREAD_ATTRIBUTES:
                 kind, attribute = "attribute", word
             elif word in ("texture", "sampler", "stage_in", "color", "imageblock_data"):
@@ -328,6 +338,7 @@ class _Parser:
         self.constants: list[FunctionConstant] = []
         self.instantiations: list[tuple[int, int]] = []
         self.bodies: list[tuple[int, int]] = []
+        self.body_names: list[str] = []
         self.ns: list[str] = []
         self._lines = _LineMap(text)
 
@@ -512,7 +523,7 @@ class _Parser:
                     if g and g[0].text == "kernel":
                         attrs_kernel = True
                     if g and g[0].text == "function_constant" and len(g) >= 3:
-                        self._constant(start, j, int(g[2].text.rstrip("uU"), 0))
+                        self._constant(start, j, c_int(g[2].text))
                 j = nj
                 continue
             if t == "=":
@@ -539,6 +550,7 @@ class _Parser:
                 file, line = self.where(paren - 1)
                 span = (sig[j].start, sig[close].start + 1)
                 self.bodies.append(span)
+                self.body_names.append(name_tok.text)
                 qualified = "::".join([*[n for n in self.ns if n], name_tok.text])
                 params = sig[paren + 1: _match(sig, paren, "(", ")")]
                 if tparams is None:
@@ -676,4 +688,4 @@ def parse_library(text: str) -> LibraryText:
     p = _Parser(text)
     p.run()
     return LibraryText(text, p.kernels, p.structs, p.aliases, tuple(p.constants),
-                       tuple(p.instantiations), tuple(p.bodies))
+                       tuple(p.instantiations), tuple(p.bodies), tuple(p.body_names))

@@ -33,10 +33,13 @@ METAL_PREDEFINED: dict[str, str] = {
     "__METAL_VERSION__": "310",
     "__METAL_MACOS__": "1",
     "__HAVE_BFLOAT__": "1",
+    "__METAL_FAST_MATH__": "true",
+    "__METAL_MAYBE_FAST_MATH__": "false",
 }
 """What the Metal compiler predefines, as the engines run it (Metal 3.1, macOS, bfloat)."""
 
 _SYSTEM = re.compile(r"metal_\w+|metal/\w+(\.h)?|simd/simd\.h")
+_UNAVAILABLE = re.compile(r"MetalPerformancePrimitives/.*")
 _DIRECTIVE = re.compile(r"^\s*#\s*(\w*)(.*)$", re.DOTALL)
 
 
@@ -526,6 +529,10 @@ class _Preprocessor:
         if _SYSTEM.fullmatch(rel):
             out.append("")
             return
+        if _UNAVAILABLE.fullmatch(rel):
+            raise self.error(
+                f"#include <{rel}>: Apple's Metal Performance Primitives (tensor ops on the "
+                "neural accelerators) have no emulation here")
         found = self._find(rel, quote)
         if found is None:
             raise self.error(

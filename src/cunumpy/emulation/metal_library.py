@@ -110,6 +110,13 @@ def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
         value = constant_text(ctype, constants[fc.name]) if given else f"{ctype}()"
         edits.append((fc.start, fc.stop, f"static const {ctype} {fc.name} = {value};"
                       + "\n" * text.count("\n", fc.start, fc.stop)))
+    if kernel is not None:
+        # Other kernels' bodies are not needed: they are left empty (fewer threadgroup
+        # declarations, less to compile, no errors from code this kernel never runs).
+        keep = kernel.function.split("::")[-1]
+        for (a, b), name in zip(lib.bodies, lib.body_names):
+            if name != keep:
+                edits.append((a + 1, b - 1, "\n" * text.count("\n", a + 1, b - 1)))
     covered = sorted(edits)
     tokens = tokenize(text)
     sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
@@ -143,9 +150,8 @@ def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
                 k += 4
                 continue
             if t.text == "constant":
-                before = sig[k - 1].text if k else ""
-                after = sig[k + 1].text if k + 1 < len(sig) else ""
-                if "const" not in (before, after):
+                near = {x.text for x in sig[max(0, k - 3): k + 4]}
+                if not near & {"const", "constexpr"}:
                     edits.append((t.start, t.start + len(t.text), "const constant"))
             elif t.text == "return" and k + 1 < len(sig) and sig[k + 1].text == ";" and any(
                 a <= t.start < b for a, b in bodies
@@ -249,7 +255,7 @@ def library_source(
     if len(shared) > 256:
         raise ValueError(f"{DIALECT.prefix(kernel.host_name)} the library declares {len(shared)} "
                          "threadgroup variables; the emulator supports 256")
-    fibers = body.sync or "thread_elements" in edited
+    fibers = body.sync or "thread_elements" in edited or "__metal_simd" in edited
     nbuf = len(buffers) + 1
     parts = [
         '#include "cn_metal_library.h"',

@@ -607,6 +607,31 @@ inline bool isunordered(T a, U b) { return isnan(a) || isnan(b); }
 template <class T, class U>
 inline bool isordered(T a, U b) { return !isunordered(a, b); }
 
+// Metal's compiler intrinsics, as MLX's bf16_math.h calls them (`__metal_exp(x, fast)`): the
+// last bool (fast math) is dropped.
+#define CN_I1(n) template <class T> inline auto __metal_##n(T x, bool = false) { return metal::n(x); }
+#define CN_I2(n) template <class T, class U> inline auto __metal_##n(T x, U y, bool = false) { return metal::n(x, y); }
+#define CN_I3(n) template <class T, class U, class V> inline auto __metal_##n(T x, U y, V z, bool = false) { return metal::n(x, y, z); }
+CN_I1(fabs) CN_I1(acos) CN_I1(acosh) CN_I1(asin) CN_I1(asinh) CN_I1(atan) CN_I1(atanh) CN_I1(ceil)
+CN_I1(cos) CN_I1(cosh) CN_I1(cospi) CN_I1(exp) CN_I1(exp10) CN_I1(exp2) CN_I1(floor) CN_I1(fract)
+CN_I1(log) CN_I1(log10) CN_I1(log2) CN_I1(rint) CN_I1(round) CN_I1(rsqrt) CN_I1(sin) CN_I1(sinh)
+CN_I1(sinpi) CN_I1(sqrt) CN_I1(tan) CN_I1(tanh) CN_I1(tanpi) CN_I1(trunc)
+CN_I2(atan2) CN_I2(fmax) CN_I2(fmin) CN_I2(fmod) CN_I2(pow) CN_I2(powr) CN_I2(nextafter)
+CN_I2(ldexp) CN_I2(frexp)
+CN_I3(fma) CN_I3(fmax3) CN_I3(fmin3) CN_I3(fmedian3)
+template <class T, class U> inline auto __metal_divide(T x, U y, bool = false) { return x / y; }
+#undef CN_I1
+#undef CN_I2
+#undef CN_I3
+#define CN_S(n) template <class... A> inline auto __metal_##n(A... a) { return metal::n(a...); }
+CN_S(simd_broadcast) CN_S(simd_max) CN_S(simd_min) CN_S(simd_prefix_exclusive_product)
+CN_S(simd_prefix_exclusive_sum) CN_S(simd_prefix_inclusive_product) CN_S(simd_prefix_inclusive_sum)
+CN_S(simd_product) CN_S(simd_shuffle) CN_S(simd_shuffle_and_fill_down) CN_S(simd_shuffle_and_fill_up)
+CN_S(simd_shuffle_down) CN_S(simd_shuffle_rotate_down) CN_S(simd_shuffle_rotate_up)
+CN_S(simd_shuffle_up) CN_S(simd_shuffle_xor) CN_S(simd_sum) CN_S(simd_xor) CN_S(simd_and) CN_S(simd_or)
+#undef CN_S
+template <class T> inline uint __metal_get_simdgroup_size(T) { return 32; }
+
 }  // namespace metal
 
 using namespace metal;
@@ -789,6 +814,7 @@ __attribute__((always_inline)) inline To attr_as(const From& v) {
 #define constant
 #define thread
 #define kernel
+#define coherent(space)
 // Function qualifier of Metal's standard library headers (MLX's headers use it too).
 #ifndef METAL_FUNC
 #define METAL_FUNC inline
