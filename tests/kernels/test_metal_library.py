@@ -93,6 +93,14 @@ kernel void fc(device float* y, uint i [[thread_position_in_grid]]) {
 """
 
 
+@pytest.fixture
+def metal_engine(metal_engine):
+    """The plugin's Metal engines; MetalLibrary launches on emu-metal only in this version."""
+    if metal_engine not in ("emulator", "emu-metal"):
+        pytest.skip(f"MetalLibrary does not launch on the {metal_engine} engine yet")
+    return metal_engine
+
+
 @pytest.fixture(scope="module")
 def lib() -> MetalLibrary:
     return MetalLibrary(SOURCE, filename="test.metal")
@@ -227,6 +235,16 @@ def test_function_constants(lib, metal_engine):
         lib.kernel("fc", constants={"other": 1})
     with pytest.raises(TypeError, match="takes an int"):
         lib.kernel("fc", constants={"repeat": 1.5})
+
+
+def test_other_engines_refuse_clearly(lib):
+    from cunumpy.kernels.metal_library import _prepare
+
+    class Fake:
+        name = "metal-cuda"
+
+    with pytest.raises(NotImplementedError, match=r"\[metal-cuda kernel 'neg_f32'\].*emulator"):
+        _prepare(Fake(), lib.neg_f32.program())
 
 
 def test_constant_references_stay_const():

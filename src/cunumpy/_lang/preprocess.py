@@ -35,6 +35,7 @@ METAL_PREDEFINED: dict[str, str] = {
     "__HAVE_BFLOAT__": "1",
     "__METAL_FAST_MATH__": "true",
     "__METAL_MAYBE_FAST_MATH__": "false",
+    "__METAL_PRECISE_MATH__": "false",
 }
 """What the Metal compiler predefines, as the engines run it (Metal 3.1, macOS, bfloat)."""
 

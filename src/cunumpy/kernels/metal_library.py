@@ -274,14 +274,15 @@ def threadgroup_memory_sizes(fn: MetalFunction, given: Mapping[int, int] | None
 
 
 def _prepare(eng: Any, program: Program) -> Any:
-    name = eng.name
-    if name == "emu-metal":
+    """The engine's launch callable for a library kernel."""
+    if eng.name == "emu-metal":
         from cunumpy._engines.emu_metal_library import prepare_library
-    elif name == "metal-cuda":
-        from cunumpy._engines.metal_cuda_library import prepare_library  # type: ignore
-    else:
-        from cunumpy._engines.mlx_library import prepare_library  # type: ignore
-    return prepare_library(program) if name != "metal-cuda" else prepare_library(eng, program)
+
+        return prepare_library(program)
+    raise NotImplementedError(
+        f"[{eng.name} kernel {program.name!r}] MetalLibrary kernels run on the emu-metal engine "
+        f"only in this version; the {eng.name} engine does not launch whole libraries yet (run "
+        "with engine='emulator' or CUNUMPY_METAL_ENGINE=emulator)")
 
 
 def _finish(eng: Any, kernel: str, writes: list, buffers: dict[int, Any]) -> None:
