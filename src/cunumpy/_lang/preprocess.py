@@ -119,8 +119,8 @@ def _spaced(tokens: Sequence[_Tok]) -> str:
                 out.append(" ")
             prev = ""
             continue
-        if prev and (prev in ("ident", "number") and kind in ("ident", "number", "string", "char")
-                     or prev == "punct" and kind == "punct" and _glues(out[-1], text)):
+        if prev and ((prev in ("ident", "number") and kind in ("ident", "number", "string", "char"))
+                     or (prev == "punct" and kind == "punct" and _glues(out[-1], text))):
             out.append(" ")
         out.append(text)
         prev = kind

@@ -70,7 +70,7 @@ def conditional_edits(sig: Sequence[Token], text: str, blocks: Sequence[bool]
         a0, a1 = sig[q + 1].start, sig[colon - 1].start + len(sig[colon - 1].text)
         b0, b1 = sig[colon + 1].start, sig[stop - 1].start + len(sig[stop - 1].text)
         a, b = text[a0:a1], text[b0:b1]
-        if "\n" in a or "\n" in b or "[" in a and "](" in a or "[" in b and "](" in b:
+        if "\n" in a or "\n" in b or ("[" in a and "](" in a) or ("[" in b and "](" in b):
             continue  # keep lines where they are; no lambdas inside decltype
         kind = f"::cn::cond_t<decltype(({a})), decltype(({b}))>"
         edits.append((a0, a1, f"static_cast<{kind}>({a})"))

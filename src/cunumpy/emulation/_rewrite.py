@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 
 from cunumpy._lang.metal_swizzle import swizzle_chain_edits
-from cunumpy.emulation._conditional import rewrite_conditionals
 from cunumpy._lang.scopes import brace_kind, declared_name
 from cunumpy._lang.tokens import Token, tokenize
+from cunumpy.emulation._conditional import rewrite_conditionals
 
 __all__ = ["SharedDecl", "Token", "rewrite", "synchronises", "tokenize"]
 

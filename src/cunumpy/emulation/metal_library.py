@@ -24,9 +24,8 @@ SIMD lanes, races (``EmulatorOptions(races=True)``), the 32 KiB of threadgroup m
 from __future__ import annotations
 
 import ctypes
-import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 

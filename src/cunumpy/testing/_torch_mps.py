@@ -235,11 +235,11 @@ class MPSLibraryOnCPU:
 
 def compile_shader(source: str) -> MPSLibraryOnCPU:
     """``torch.mps.compile_shader``, on the CPU: headers embedded as PyTorch embeds them."""
-    torch = _torch()
-    import torch.mps
+    _torch()
+    import torch.mps as mps
     from torch.utils._cpp_embed_headers import _embed_headers
 
-    include = Path(torch.mps.__file__).parent.parent / "include"
+    include = Path(mps.__file__).parent.parent / "include"
     text = _embed_headers([line + "\n" for line in source.split("\n")], [include], set())
     return MPSLibraryOnCPU(text)
 
