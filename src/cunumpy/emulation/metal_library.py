@@ -109,6 +109,7 @@ def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
         value = constant_text(ctype, constants[fc.name]) if given else f"{ctype}()"
         edits.append((fc.start, fc.stop, f"static const {ctype} {fc.name} = {value};"
                       + "\n" * text.count("\n", fc.start, fc.stop)))
+    edits.extend(_address_space_members(text))
     if kernel is not None:
         # Other kernels' bodies are not needed: they are left empty (fewer threadgroup
         # declarations, less to compile, no errors from code this kernel never runs).
@@ -166,6 +167,55 @@ def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
         pos = stop
     out.append(text[pos:])
     return "".join(out)
+
+
+_SPACE_WORDS = frozenset({"device", "constant", "threadgroup", "thread"})
+_AFTER_QUALIFIER = frozenset({"{", ":", ";", "const", "=", "->", "noexcept", "&"})
+
+
+def _address_space_members(text: str) -> list[tuple[int, int, str]]:
+    """Member functions qualified by an address space (``complex_t() threadgroup``): address
+    spaces are no types in C++, so all but the ``thread`` one (whose word is dropped) would be
+    redefinitions: they are removed, newlines kept."""
+    sig = [t for t in tokenize(text) if t.kind not in ("ws", "comment", "pp")]
+    edits = []
+    for k in range(1, len(sig) - 1):
+        after_paren = sig[k - 1].text == ")" or (
+            sig[k - 1].text == "const" and k > 1 and sig[k - 2].text == ")")
+        if sig[k].text not in _SPACE_WORDS or not after_paren \
+                or sig[k + 1].text not in _AFTER_QUALIFIER:
+            continue
+        if sig[k].text == "thread":
+            edits.append((sig[k].start, sig[k].start + len(sig[k].text), " "))
+            continue
+        depth, j = 0, k - 1
+        while j >= 0:  # back to the declaration's start
+            t = sig[j].text
+            if t in (")", "]"):
+                depth += 1
+            elif t in ("(", "["):
+                depth -= 1
+            elif depth == 0 and t in (";", "{", "}") or (depth == 0 and t == ":" and j > 0
+                                                         and sig[j - 1].text in (
+                                                             "public", "private", "protected")):
+                break
+            j -= 1
+        start = sig[j + 1].start
+        m = k + 1
+        while m < len(sig) and sig[m].text not in ("{", ";"):
+            m += 1
+        if m < len(sig) and sig[m].text == "{":
+            d = 0
+            while m < len(sig):
+                d += {"{": 1, "}": -1}.get(sig[m].text, 0)
+                if d == 0:
+                    break
+                m += 1
+        if m >= len(sig):
+            continue
+        stop = sig[m].start + 1
+        edits.append((start, stop, _blank(text[start:stop])))
+    return edits
 
 
 def _parameter_list(text: str, a: int, b: int) -> int:
