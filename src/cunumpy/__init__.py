@@ -61,7 +61,7 @@ def __getattr__(name: str) -> _Any:
     if name in _LAZY_SUBMODULES:
         return _importlib.import_module(f"cunumpy.{name}")
     if name == "backend_info":  # lazy: it asks the kernel layer about its engines
-        from cunumpy.kernels._info import backend_info
+        from cunumpy._info import backend_info
 
         return backend_info
     from cunumpy._backend import forward_missing

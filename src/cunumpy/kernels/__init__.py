@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from cunumpy._engines._cuda import CudaCompileError, CudaEngine, CudaLaunchError
 from cunumpy._engines._cuda_registry import cuda_engine_names, get_cuda_engine, register_cuda_engine
+from cunumpy._engines.emu_metal import EmulatedDeviceArray
 from cunumpy._lang.cuda_types import cuda_dtype
 from cunumpy.kernels._availability import cuda_available, metal_available
-from cunumpy.kernels._metal_engines import EmulatedDeviceArray
 from cunumpy.kernels._mlx_api import metal_kernel
 from cunumpy.kernels.cuda import CudaKernel
 from cunumpy.kernels.dispatch import (

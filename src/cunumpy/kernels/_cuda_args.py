@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -32,9 +32,17 @@ from cunumpy._lang.cuda_types import layout_matches
 
 if TYPE_CHECKING:  # pragma: no cover
     from cunumpy._engines._cuda import CudaEngine
-    from cunumpy.kernels.cuda import CudaKernel
 
-__all__ = ["check_array", "check_scalar", "check_unchecked", "describe", "dtype_text"]
+__all__ = ["CheckedKernel", "check_array", "check_scalar", "check_unchecked", "describe", "dtype_text"]
+
+
+class CheckedKernel(Protocol):
+    """What the checks read of a :class:`~cunumpy.kernels.CudaKernel` (which satisfies it; a
+    protocol rather than an import, so this module and ``kernels/cuda.py`` form no cycle)."""
+
+    _params: tuple[CudaParam, ...]
+
+    def _tag(self, engine: CudaEngine) -> str: ...
 
 
 def describe(value: Any) -> str:
@@ -88,7 +96,7 @@ def _dtype_ok(p: CudaParam, dtype: np.dtype, shape: tuple[int, ...]) -> bool:
 
 
 def check_array(
-    kernel: CudaKernel, engine: CudaEngine, index: int, value: Any, *, dtypes: bool = True
+    kernel: CheckedKernel, engine: CudaEngine, index: int, value: Any, *, dtypes: bool = True
 ) -> Any:
     """Check one pointer argument; return what the engine takes (``None`` stays None).
 
@@ -193,7 +201,7 @@ def check_array(
     return engine.adopt_array(value)
 
 
-def check_scalar(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any) -> Any:
+def check_scalar(kernel: CheckedKernel, engine: CudaEngine, index: int, value: Any) -> Any:
     """Check one value argument; return the NumPy scalar (or 0-d array) the engine takes."""
     p = kernel._params[index]
     tag = kernel._tag(engine)
@@ -222,7 +230,7 @@ def check_scalar(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any)
     return _number(tag, label, p.name, p.text, dt, value)
 
 
-def check_unchecked(kernel: CudaKernel, engine: CudaEngine, args: tuple) -> tuple:
+def check_unchecked(kernel: CheckedKernel, engine: CudaEngine, args: tuple) -> tuple:
     """The arguments of a ``check_signature=False`` kernel, as a host engine relies on them.
 
     Device engines take them as given. A host engine (the emulator) reads pointer arguments as
