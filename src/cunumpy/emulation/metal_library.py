@@ -195,7 +195,7 @@ def _address_space_members(text: str) -> list[tuple[int, int, str]]:
                 depth += 1
             elif t in ("(", "["):
                 depth -= 1
-            elif depth == 0 and t in (";", "{", "}") or (depth == 0 and t == ":" and j > 0
+            elif (depth == 0 and t in (";", "{", "}")) or (depth == 0 and t == ":" and j > 0
                                                          and sig[j - 1].text in (
                                                              "public", "private", "protected")):
                 break

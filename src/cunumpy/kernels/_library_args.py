@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from cunumpy._lang.metal_dtypes import bfloat16, is_bfloat16
 from cunumpy._lang.metal_library import KernelParam
 from cunumpy._lang.msl_layout import RAW_BYTES, TypeInfo, dtype_of, fields, type_info
-from cunumpy.kernels._metal_dtypes import bfloat16, is_bfloat16
 
 __all__ = ["bind_value", "check_array", "param_info"]
 

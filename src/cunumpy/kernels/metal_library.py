@@ -13,6 +13,7 @@ import numpy as np
 from cunumpy import profiling
 from cunumpy._engines._base import Program
 from cunumpy._engines._library import LibraryLaunch, library_program
+from cunumpy._engines._metal_registry import get_metal_engine
 from cunumpy._lang.metal_library import KernelParam, LibraryKernel, parse_library
 from cunumpy._lang.preprocess import preprocess
 from cunumpy.kernels._library_args import (
@@ -21,7 +22,6 @@ from cunumpy.kernels._library_args import (
     param_info,
     threadgroup_memory,
 )
-from cunumpy.kernels._metal_engines import get_metal_engine
 
 __all__ = ["MetalFunction", "MetalLibrary"]
 
@@ -274,11 +274,10 @@ def threadgroup_memory_sizes(fn: MetalFunction, given: Mapping[int, int] | None
 
 
 def _prepare(eng: Any, program: Program) -> Any:
-    """The engine's launch callable for a library kernel."""
-    if eng.name == "emu-metal":
-        from cunumpy._engines.emu_metal_library import prepare_library
-
-        return prepare_library(program)
+    """The engine's launch callable for a library kernel (``engine.prepare_library``)."""
+    prepare = getattr(eng, "prepare_library", None)
+    if prepare is not None:
+        return prepare(program)
     raise NotImplementedError(
         f"[{eng.name} kernel {program.name!r}] MetalLibrary kernels run on the emu-metal engine "
         f"only in this version; the {eng.name} engine does not launch whole libraries yet (run "

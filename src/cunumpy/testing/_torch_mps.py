@@ -81,7 +81,7 @@ def _cast_dtype(cast: str) -> Any:
         raise RuntimeError(f"Unsupported cast instruction {cast}")
     dt = _CASTS[cast]
     if dt == "bfloat16":
-        from cunumpy.kernels._metal_dtypes import bfloat16
+        from cunumpy._lang.metal_dtypes import bfloat16
 
         return bfloat16()
     return dt
