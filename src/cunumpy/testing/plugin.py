@@ -221,3 +221,14 @@ def _mlx_metal_on_cpu_fixture() -> Iterator[object]:
 
     with mlx_metal_on_cpu() as factory:
         yield factory
+
+
+@pytest.fixture(name="torch_mps_on_cpu")
+def _torch_mps_on_cpu_fixture() -> Iterator[object]:
+    """``torch.mps.compile_shader`` runs its kernels on CPU tensors during the test (the CPU
+    emulator); skips, naming the wheel to install, where PyTorch is missing."""
+    from cunumpy.testing._torch_mps import INSTALL_HINT, torch_mps_on_cpu
+
+    pytest.importorskip("torch", reason=INSTALL_HINT)
+    with torch_mps_on_cpu():
+        yield None
