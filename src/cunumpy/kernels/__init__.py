@@ -25,6 +25,7 @@ from cunumpy.kernels.dispatch import (
     use_port,
 )
 from cunumpy.kernels.metal import MetalKernel, metal_asarray
+from cunumpy.kernels.metal_library import MetalFunction, MetalLibrary
 
 __all__ = [
     "CudaCompileError",
@@ -33,7 +34,9 @@ __all__ = [
     "CudaLaunchError",
     "EmulatedDeviceArray",
     "Kernel",
+    "MetalFunction",
     "MetalKernel",
+    "MetalLibrary",
     "MissingPortError",
     "PortFallbackWarning",
     "SignatureMismatchError",
