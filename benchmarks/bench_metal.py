@@ -21,8 +21,9 @@ import time
 import numpy as np
 
 import cunumpy as xp
+from cunumpy._engines._metal_registry import get_metal_engine
+from cunumpy._engines.emu_metal import EmulatedDeviceArray, EmuMetalEngine
 from cunumpy.kernels import metal as metal_module
-from cunumpy.kernels._metal_engines import EmulatedDeviceArray, EmulatorEngine, get_metal_engine
 from cunumpy.profiling import count_transfers
 
 PUSH = """
@@ -33,7 +34,7 @@ PUSH = """
 """
 
 
-class NullEngine(EmulatorEngine):
+class NullEngine(EmuMetalEngine):
     """Copies nothing and runs nothing: what remains of a call is the front end."""
 
     name = "null"

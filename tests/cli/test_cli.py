@@ -9,8 +9,8 @@ import sys
 import pytest
 
 import cunumpy as xp
+from cunumpy._info import kernel_engine
 from cunumpy.cli import main
-from cunumpy.kernels._info import kernel_engine
 
 
 def test_info_table_names_every_component(capsys):
@@ -82,7 +82,7 @@ def test_no_emulator_either_is_said(statuses):
 def test_auto_shows_what_the_selection_function_chose(statuses, monkeypatch):
     """The report asks the kernel layer which engine runs (no hard-coded mapping)."""
     from cunumpy import config
-    from cunumpy.kernels import _metal_engines
+    from cunumpy._engines import _metal_registry as _metal_engines
 
     emulator = _metal_engines.get_metal_engine("emulator")
     monkeypatch.setattr(config, "metal_engine", lambda: "auto")

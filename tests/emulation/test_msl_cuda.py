@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cunumpy._engines._metal_registry import get_metal_engine, resolve_metal_engine
 from cunumpy.emulation._msl_cuda import KERNEL_NAME, nvrtc_log_as_gcc, rewrite_cuda, translate
 from cunumpy.kernels import MetalKernel
-from cunumpy.kernels._metal_engines import get_metal_engine, resolve_metal_engine
 
 RUNTIME = Path(__file__).resolve().parents[2] / "src" / "cunumpy" / "emulation" / "runtime"
 

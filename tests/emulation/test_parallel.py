@@ -339,12 +339,12 @@ PUSH = "uint i = thread_position_in_grid.x; out[i] = x[i] + v[i] * dt;"
 
 
 def test_metal_emulator_uses_host_arrays_in_place(monkeypatch):
+    from cunumpy._engines.emu_metal import EmuMetalEngine
     from cunumpy.emulation import metal as emu_metal
-    from cunumpy.kernels._metal_engines import EmulatorEngine
 
     copies = []
-    real_to_device = EmulatorEngine.to_device
-    monkeypatch.setattr(EmulatorEngine, "to_device",
+    real_to_device = EmuMetalEngine.to_device
+    monkeypatch.setattr(EmuMetalEngine, "to_device",
                         lambda self, host, dtype, c: copies.append(host.dtype) or
                         real_to_device(self, host, dtype, c))
     seen = []

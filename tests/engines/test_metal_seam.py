@@ -10,11 +10,13 @@ import pytest
 from _fake_cupy import install
 
 from cunumpy import config
+from cunumpy._engines import _metal_registry as _metal_engines
 from cunumpy._engines._base import Program
 from cunumpy._engines._metal import MetalLaunch
 from cunumpy._engines._table import engine_status
+from cunumpy._engines.metal_cuda import _fast as _metal_cuda_fast
 from cunumpy.emulation import EmulatorOptions
-from cunumpy.kernels import MetalKernel, _metal_cuda_fast, _metal_engines
+from cunumpy.kernels import MetalKernel
 from cunumpy.kernels import metal as metal_module
 
 SCALE = "uint i = thread_position_in_grid.x; y[i] = a[0] * x[i];"
@@ -149,9 +151,9 @@ def test_emu_metal_gets_only_program_and_launch(guarded):
 
 def test_mlx_gets_only_program_and_launch(guarded, monkeypatch):
     pytest.importorskip("mlx.core")
-    from cunumpy.kernels import _metal_mlx
+    from cunumpy._engines import mlx as _metal_mlx
 
-    eng = _metal_engines.MLXEngine()
+    eng = _metal_mlx.MLXEngine()
     monkeypatch.setattr(eng, "check_available", lambda: None)
     calls = []
 
@@ -198,7 +200,7 @@ pos_out[i] = x;
 
 
 def test_repeated_calls_go_through_the_generated_plan(fake_cupy):
-    from cunumpy.kernels._metal_cuda_run import plan_sources
+    from cunumpy._engines.metal_cuda._run import plan_sources
 
     cupy = fake_cupy
     k = MetalKernel(PUSH, inputs=["pos", "vel", "dt"], outputs=["pos_out"], name="push")
@@ -260,7 +262,7 @@ def test_engine_settings_and_names_are_one_engine(typed, name, monkeypatch):
 
 
 def test_info_reports_the_engine_name_for_the_cuda_setting(monkeypatch):
-    from cunumpy.kernels._info import kernel_engine
+    from cunumpy._info import kernel_engine
 
     monkeypatch.setenv("CUNUMPY_METAL_ENGINE", "cuda")
     entry = kernel_engine("metal")

@@ -1,4 +1,5 @@
-"""The package's layers import downwards only, and no two modules import each other in a circle.
+"""The package's layers import downwards only, no two modules import each other in a circle, and
+every engine has one home.
 
 Layers, bottom first (a module may import from its own layer or below):
 
@@ -9,13 +10,25 @@ Layers, bottom first (a module may import from its own layer or below):
 3. ``_engines``: the seam between front ends and engines
 4. ``kernels``: the front ends (``CudaKernel``, ``MetalKernel``, ``Kernel``)
 5. the ``cunumpy`` namespace itself (``cunumpy/__init__.py``)
-6. ``testing``
-7. ``cli`` (and ``cunumpy/__main__.py``)
+6. ``mpi``: many ranks through mpi4py (uses the namespace, conversions, profiling; the
+   namespace never imports it)
+7. ``testing``
+8. ``cli`` (and ``cunumpy/__main__.py``)
 
-Every ``import`` statement counts, at module level or inside a function (a lazy import is still
-a dependency); imports under ``if TYPE_CHECKING:`` do not. ``ALLOWED`` lists the known
-exceptions, each with the reason it is there; an exception that no longer occurs fails the test
-too, so the list only shrinks.
+Every ``import`` statement counts: at module level, inside a function (a lazy import is still a
+dependency), under ``if TYPE_CHECKING:`` (a type is a dependency too), and a call of
+``importlib.import_module`` / ``__import__`` with a literal ``cunumpy`` module name. ``ALLOWED``
+lists the known exceptions, each with the reason it is there; an exception that no longer occurs
+fails the test too, so the list only shrinks.
+
+The engine rules (``docs/architecture.md``, "Where code lives"):
+
+- every engine of the engine table has one home under ``_engines/``, a module or a package named
+  after the table's spelling (``emu-cuda`` is ``_engines/emu_cuda``), which defines the engine
+  class whose ``name`` is that spelling;
+- no module of ``kernels/`` (the front ends) imports CuPy or MLX;
+- ``emulation/`` imports nothing from ``_engines/`` or ``kernels/`` (the layer rule, with
+  ``TYPE_CHECKING`` and ``importlib`` counted).
 """
 
 from __future__ import annotations
@@ -30,8 +43,8 @@ SRC = pathlib.Path(cunumpy.__file__).parent
 LAYERS = {
     "config": 0, "profiling": 0, "_backend": 0, "_convert": 0, "_staging": 0, "_pinning": 0, "_version": 0,
     "_cuda_common": 0,
-    "_lang": 1, "emulation": 2, "_engines": 3, "kernels": 4, "": 5, "testing": 6, "cli": 7,
-    "__main__": 7,
+    "_lang": 1, "emulation": 2, "_engines": 3, "kernels": 4, "": 5, "_info": 5, "random": 5, "mpi": 6,
+    "testing": 7, "cli": 8, "__main__": 8,
 }
 NAMES = {value: key or "cunumpy" for key, value in LAYERS.items()}
 
@@ -51,24 +64,35 @@ def _layer(module: str) -> int:
     return LAYERS[parts[1] if len(parts) > 1 else ""]
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
+def _dynamic_import(node: ast.Call) -> str | None:
+    """The literal module name of ``importlib.import_module("...")`` or ``__import__("...")``."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in ("import_module", "__import__") or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    return None
 
 
-def _imports(path: pathlib.Path, module: str, modules: set[str]) -> list[tuple[str, int]]:
-    """``(imported cunumpy module, line)`` for every import in the file, lazy ones included."""
+def _all_imports(path: pathlib.Path, module: str,
+                 modules: frozenset[str] = frozenset()) -> list[tuple[str, int]]:
+    """``(imported module, line)`` for every import in the file: lazy ones, those under
+    ``TYPE_CHECKING`` and literal ``importlib`` calls included (any package, not only ours).
+
+    ``from a.b import c`` is an import of ``a.b.c`` when that is one of ``modules``, else of
+    ``a.b``.
+    """
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[tuple[str, int]] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
+        if isinstance(node, ast.Call):
+            target = _dynamic_import(node)
+            if target is not None:
+                found.append((target, node.lineno))
         if isinstance(node, ast.Import):
             found.extend((alias.name, node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -83,7 +107,13 @@ def _imports(path: pathlib.Path, module: str, modules: set[str]) -> list[tuple[s
             visit(child)
 
     visit(tree)
-    return [(name, line) for name, line in found if name in modules]
+    return found
+
+
+def _imports(path: pathlib.Path, module: str, modules: set[str]) -> list[tuple[str, int]]:
+    """``(imported cunumpy module, line)`` for every import of a cunumpy module in the file."""
+    return [(name, line) for name, line in _all_imports(path, module, frozenset(modules))
+            if name in modules]
 
 
 def _graph() -> dict[str, list[tuple[str, int]]]:
@@ -182,3 +212,56 @@ def test_every_allowed_exception_still_occurs():
     edges = {(module, target) for module, imports in _graph().items() for target, _ in imports}
     stale = ALLOWED - edges
     assert not stale, f"ALLOWED lists imports that no longer occur (remove them): {sorted(stale)}"
+
+
+def _engine_home(name: str) -> pathlib.Path | None:
+    base = SRC / "_engines" / name.replace("-", "_")
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.exists():
+            return path
+    return None
+
+
+def test_every_engine_has_one_home_named_after_it():
+    from cunumpy._engines._table import ENGINES
+
+    wrong = []
+    for name in ENGINES:
+        home = _engine_home(name)
+        if home is None:
+            wrong.append(f"engine {name!r} has no module _engines/{name.replace('-', '_')}.py "
+                         "or package _engines/{name.replace('-', '_')}/")
+            continue
+        tree = ast.parse(home.read_text(), str(home))
+        names = [
+            node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+            for stmt in node.body
+            if isinstance(stmt, ast.Assign) and any(
+                isinstance(tg, ast.Name) and tg.id == "name" for tg in stmt.targets)
+            and isinstance(stmt.value, (ast.Constant, ast.Name))
+            and (getattr(stmt.value, "value", None) == name or isinstance(stmt.value, ast.Name))
+        ]
+        if not names:
+            wrong.append(f"{home.relative_to(SRC)} defines no engine class with name = {name!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_front_ends_import_neither_cupy_nor_mlx():
+    wrong = []
+    for path in sorted((SRC / "kernels").rglob("*.py")):
+        module = _module_name(path)
+        for name, line in _all_imports(path, module):
+            if name.split(".")[0] in ("cupy", "cupyx", "mlx"):
+                wrong.append(f"{module}:{line} imports {name} (engines run launches; move the "
+                             "code to the engine's module under _engines/)")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_emulator_imports_no_engine_and_no_front_end():
+    wrong = []
+    for path in sorted((SRC / "emulation").rglob("*.py")):
+        module = _module_name(path)
+        for name, line in _all_imports(path, module):
+            if name.startswith(("cunumpy._engines", "cunumpy.kernels")):
+                wrong.append(f"{module}:{line} imports {name}")
+    assert not wrong, "emulation/ must stand alone:\n" + "\n".join(wrong)

@@ -13,9 +13,10 @@ import pytest
 
 import cunumpy
 from cunumpy import config
+from cunumpy._engines import _metal_registry as _metal_engines
+from cunumpy._engines._metal_registry import get_metal_engine, resolve_metal_engine
 from cunumpy.emulation import EmulatorWarning
-from cunumpy.kernels import Kernel, MetalKernel, _metal_engines, metal_available, use_metal
-from cunumpy.kernels._metal_engines import get_metal_engine, resolve_metal_engine
+from cunumpy.kernels import Kernel, MetalKernel, metal_available, use_metal
 
 SRC = "uint i = thread_position_in_grid.x; y[i] = a * x[i];"
 
@@ -182,7 +183,7 @@ def test_bfloat16_arrays_run_on_the_emulator(metal_engine):
 
 
 def test_bfloat16_without_ml_dtypes_says_what_to_install(monkeypatch):
-    from cunumpy.kernels import _metal_dtypes
+    from cunumpy._lang import metal_dtypes as _metal_dtypes
 
     monkeypatch.setitem(__import__("sys").modules, "ml_dtypes", None)
     _metal_dtypes._bfloat16_or_none.cache_clear()

@@ -270,14 +270,14 @@ def test_input_dtype_error_propagates() -> None:
 def test_engine_imports_without_mlx() -> None:
     code = (
         "import sys\n"
-        "import cunumpy.kernels._metal_mlx, cunumpy._lang.metal_signature\n"
+        "import cunumpy._engines.mlx, cunumpy._lang.metal_signature\n"
         "assert 'mlx' not in sys.modules and 'mlx.core' not in sys.modules, sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_engine_import_error_names_install_command(monkeypatch) -> None:
-    from cunumpy.kernels import _metal_mlx
+    from cunumpy._engines import mlx as _metal_mlx
 
     monkeypatch.setitem(sys.modules, "mlx", None)
     monkeypatch.setitem(sys.modules, "mlx.core", None)
@@ -306,7 +306,7 @@ def test_engine_import_error_names_install_command(monkeypatch) -> None:
     ],
 )
 def test_engine_refuses_arguments_that_disagree_with_signature(change, match) -> None:
-    from cunumpy.kernels import _metal_mlx
+    from cunumpy._engines import mlx as _metal_mlx
 
     sig = case_by_id("scale").signature()
     args = {
@@ -325,7 +325,7 @@ def test_engine_refuses_arguments_that_disagree_with_signature(change, match) ->
 
 
 def test_engine_refusal_hints_at_workaround() -> None:
-    from cunumpy.kernels import _metal_mlx
+    from cunumpy._engines import mlx as _metal_mlx
 
     case = case_by_id("bug_shape_two_outputs")
     sig = case.signature()

@@ -38,9 +38,9 @@ from _metal_text_cases import (
 )
 from _mlx_capture import Captured, capture_mlx
 
+from cunumpy._engines import mlx as _metal_mlx
+from cunumpy._engines.mlx import launch_mlx, mx_dtype, numpy_dtype
 from cunumpy._lang.metal_signature import ATTRIBUTES, MetalSignature
-from cunumpy.kernels import _metal_mlx
-from cunumpy.kernels._metal_mlx import launch_mlx, mx_dtype, numpy_dtype
 
 REGEN = os.environ.get("CUNUMPY_REGEN_GOLDEN") == "1"
 

@@ -15,8 +15,8 @@ mx = pytest.importorskip("mlx.core", reason="these tests compare with MLX (pip i
 
 from _mlx_capture import capture_mlx  # noqa: E402
 
+from cunumpy._engines.mlx import real_metal_kernel  # noqa: E402
 from cunumpy.kernels import MetalKernel, metal_kernel  # noqa: E402
-from cunumpy.kernels._metal_mlx import real_metal_kernel  # noqa: E402
 from cunumpy.testing import mlx_metal_on_cpu  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("_emulator_engine")

@@ -19,12 +19,15 @@ never sees the ``MetalKernel``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from cunumpy._engines._base import EngineStatus, Program
 
-__all__ = ["MetalEngineBase", "MetalLaunch", "MetalLimits", "metal_program"]
+__all__ = ["MetalEngineBase", "MetalLaunch", "MetalLimits", "check_threadgroup", "metal_program"]
 
 _MAX_PROGRAMS = 4096
 """Programs whose launch callables an engine remembers (each is small)."""
@@ -116,6 +119,31 @@ def metal_program(
             ("template_types", tuple(type(v).__name__ for _, v in template)),
         ),
     )
+
+
+def check_threadgroup(threadgroup: Any) -> tuple[int, int, int]:
+    """A MetalKernel threadgroup (an int or 1 to 3 positive ints, at most 1024 threads) as 3 ints.
+
+    Shared by the front end and the ``metal-cuda`` fast path, so both raise the same error.
+    """
+    dims = (threadgroup,) if isinstance(threadgroup, (int, np.integer)) else threadgroup
+    if (
+        isinstance(dims, (str, bytes))
+        or not isinstance(dims, Sequence)
+        or not 1 <= len(dims) <= 3
+        or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
+                   for d in dims)
+    ):
+        raise ValueError(
+            f"MetalKernel threadgroup must be 1 to 3 positive ints, got {threadgroup!r}"
+        )
+    size = math.prod(int(d) for d in dims)
+    if size > 1024:
+        raise ValueError(
+            f"MetalKernel threadgroup {tuple(dims)} has {size} threads; Metal allows at most "
+            "1024 per threadgroup"
+        )
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
 
 
 class MetalEngineBase:

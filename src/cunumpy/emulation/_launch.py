@@ -8,12 +8,12 @@ import contextlib
 import ctypes
 import random
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from cunumpy.emulation import _progress, _workers
 from cunumpy.emulation._build import Library
+from cunumpy.emulation._launch_types import BufferArg, Dialect
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation._sites import source_lines
 from cunumpy.emulation.errors import (
@@ -33,55 +33,6 @@ LAUNCH_RACES, LAUNCH_STRICT_BARRIERS, LAUNCH_PARALLEL, LAUNCH_SIGINT = 1, 2, 4, 
 LAUNCH_COOPERATIVE = 16
 NO_STOP = 2**63 - 1
 _MAIN = threading.main_thread()
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """Words and limits of one kernel language, for messages and launches."""
-
-    engine: str
-    """Engine spelling in messages and cache paths: ``emu-metal`` or ``emu-cuda``."""
-    group: str
-    """What a group of threads is called: ``threadgroup`` or ``block``."""
-    shared: str
-    """What a shared-memory array is called: ``threadgroup array`` or ``shared array``."""
-    lanes: str
-    """What a lockstep group is called: ``SIMD group`` or ``warp``."""
-    shared_limit: int
-    """Bytes of shared memory one group may use."""
-    simd_width: int = 32
-    barrier: str = "__syncthreads()"
-    """The barrier that orders shared memory, as the dialect spells it."""
-    device_barrier: str = "__syncthreads()"
-    """The barrier that orders device memory within a group."""
-    lane_sync: str = "__syncwarp()"
-    """What orders the lanes of one SIMD group / warp."""
-
-    def prefix(self, kernel: str) -> str:
-        """``[emu-metal kernel 'name']``."""
-        return f"[{self.engine} kernel '{kernel}']"
-
-
-@dataclass
-class BufferArg:
-    """One buffer slot of a launch."""
-
-    label: str | Callable[[], str]
-    """How messages name it: ``argument 'x' (float32[1024])``, or a function that says it
-    (called only when a message needs it)."""
-    address: int
-    extent: int
-    """Elements reachable from ``address`` (the strided extent of a view)."""
-    keep: Any = None
-    """Object that owns the memory (kept alive during the launch)."""
-    extent_word: str = "size"
-    """How messages call ``extent``: ``size``, or ``strided extent`` for a view."""
-    nbytes: int = 0
-    """Bytes reachable from ``address`` (race checking)."""
-    itemsize: int = 1
-    """Bytes per element (race reports give element indices)."""
-    track: bool = False
-    """Race checking watches this buffer (the kernel may write it)."""
 
 
 class _Buffer(ctypes.Structure):

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from cunumpy.emulation._launch_types import BufferArg, Dialect
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation._sites import source_lines
 from cunumpy.emulation.errors import DataRaceError
 
 if TYPE_CHECKING:  # pragma: no cover
     from cunumpy.emulation._build import Library
-    from cunumpy.emulation._launch import BufferArg, Dialect
 
 __all__ = ["race_error"]
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from cunumpy._lang.metal_swizzle import swizzle_chain_edits
 from cunumpy._lang.scopes import brace_kind, declared_name
 from cunumpy._lang.tokens import Token, tokenize
+from cunumpy.emulation._conditional import rewrite_conditionals
 
 __all__ = ["SharedDecl", "Token", "rewrite", "synchronises", "tokenize"]
 
@@ -300,6 +301,7 @@ def rewrite(
     checked_pointers: bool = False,
     in_function: bool = False,
     mark_returns: bool = False,
+    conditionals: bool = False,
 ) -> Rewritten:
     """Rewrite one piece of kernel source (a header or a body) for the C++ emulator.
 
@@ -326,6 +328,10 @@ def rewrite(
     mark_returns
         Spell ``return;`` as ``return ::cn::mark_return();``: a thread that leaves the kernel
         early counts as arrived at later barriers (one that skips a barrier does not).
+    conditionals
+        Type conditional expressions in function bodies as Metal does when their branches mix
+        ``half`` or ``bfloat`` with other arithmetic types
+        (:mod:`cunumpy.emulation._conditional`).
     """
     tokens = tokenize(text)
     sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
@@ -436,7 +442,10 @@ def rewrite(
         out.append(new)
         pos = stop
     out.append(text[pos:])
-    return Rewritten("".join(out), tuple(shared), sync)
+    result = "".join(out)
+    if conditionals:
+        result = rewrite_conditionals(result, in_function)
+    return Rewritten(result, tuple(shared), sync)
 
 
 def synchronises(text: str) -> bool:

@@ -84,7 +84,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -110,14 +110,10 @@ from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation.errors import EmulationError, EmulatorWarning, KernelCompileError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from cunumpy._engines._base import Program
-
 __all__ = [
     "DIALECT",
     "CudaProgram",
     "EmuCudaCompileError",
-    "EmuCudaEngine",  # noqa: F822  (resolved by __getattr__ from the engine layer)
     "emulate_cuda_kernel",
     "forget_variants",
     "generate_source",
@@ -215,13 +211,17 @@ def program_for(kernel: Any) -> CudaProgram:
     compiler options and include directories included); a
     :class:`~cunumpy.kernels.CudaKernel` stands for its :attr:`~cunumpy.kernels.CudaKernel.program`.
 
+    The program is read by its attributes (``name``, ``signature``, ``source``,
+    ``name_expression``, ``include_dirs``, ``folder``, ``header_digest``, ``setting(...)``): the
+    emulator imports nothing from the engine layer that defines the record.
+
     Raises
     ------
     NotImplementedError
         The kernel's signature was not parsed (``check_signature=False`` with an unreadable
         parameter list): the emulator must know the parameters to call the kernel.
     """
-    program: Program = getattr(kernel, "program", kernel)
+    program = getattr(kernel, "program", kernel)
     prefix = DIALECT.prefix(program.name)
     if program.signature is None:
         raise NotImplementedError(
@@ -751,13 +751,3 @@ def emulate_cuda_kernel(
         return
     run_cuda(program_for(kernel.program), checked, cfg.grid, cfg.block, cfg.shared_mem,
              options=options)
-
-
-def __getattr__(name: str) -> Any:
-    # EmuCudaEngine moved to the engine layer (cunumpy._engines.emu_cuda); this module stays
-    # below that layer, so the old import path resolves it on first use.
-    if name == "EmuCudaEngine":
-        import importlib
-
-        return importlib.import_module("cunumpy._engines.emu_cuda").EmuCudaEngine
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

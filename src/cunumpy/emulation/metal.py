@@ -168,10 +168,12 @@ def generate_source(
         checks=checked_arrays,
         checked_params=checked_buffers,
         checked_pointers=checked_buffers,
+        conditionals=True,
     )
     body = rewrite(
         signature.source, checks=checked_arrays, first_slot=len(header.shared),
         checked_pointers=checked_buffers, in_function=True, mark_returns=True,
+        conditionals=True,
     )
     shared = header.shared + body.shared
     if len(shared) > 256:

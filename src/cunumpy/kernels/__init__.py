@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from cunumpy._engines._cuda import CudaCompileError, CudaEngine, CudaLaunchError
 from cunumpy._engines._cuda_registry import cuda_engine_names, get_cuda_engine, register_cuda_engine
+from cunumpy._engines.emu_metal import EmulatedDeviceArray
 from cunumpy._lang.cuda_types import cuda_dtype
 from cunumpy.kernels._availability import cuda_available, metal_available
-from cunumpy.kernels._metal_engines import EmulatedDeviceArray
 from cunumpy.kernels._mlx_api import metal_kernel
 from cunumpy.kernels._texture import Texture
 from cunumpy.kernels.cuda import CudaKernel
@@ -26,6 +26,7 @@ from cunumpy.kernels.dispatch import (
     use_port,
 )
 from cunumpy.kernels.metal import MetalKernel, metal_asarray
+from cunumpy.kernels.metal_library import MetalFunction, MetalLibrary
 
 __all__ = [
     "CudaCompileError",
@@ -34,7 +35,9 @@ __all__ = [
     "CudaLaunchError",
     "EmulatedDeviceArray",
     "Kernel",
+    "MetalFunction",
     "MetalKernel",
+    "MetalLibrary",
     "MissingPortError",
     "PortFallbackWarning",
     "SignatureMismatchError",

@@ -10,7 +10,8 @@ What a parameter takes:
 - a pointer: a C-contiguous array of the pointee's dtype, or ``None`` (a null pointer, as
   CuPy passes it). For a vector type (``float4*``) also an array of the component dtype whose
   last axis is the vector's width (``float32[n, 4]``), and for vector and struct types any
-  structured dtype with the same layout (field names do not matter). The array's address must
+  structured dtype with the same layout (field names do not matter); for a struct also uint8
+  whose last axis is the struct's size in bytes (CuPy has no structured dtypes). The array's address must
   have the C type's alignment (16 bytes for ``float4``).
 - a value: a Python or NumPy number of the parameter's type; for a vector type a sequence of
   its components or a NumPy structured scalar; for a struct a NumPy structured scalar (or 0-d
@@ -23,7 +24,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -32,9 +33,17 @@ from cunumpy._lang.cuda_types import layout_matches
 
 if TYPE_CHECKING:  # pragma: no cover
     from cunumpy._engines._cuda import CudaEngine
-    from cunumpy.kernels.cuda import CudaKernel
 
-__all__ = ["check_array", "check_scalar", "check_unchecked", "describe", "dtype_text"]
+__all__ = ["CheckedKernel", "check_array", "check_scalar", "check_unchecked", "describe", "dtype_text"]
+
+
+class CheckedKernel(Protocol):
+    """What the checks read of a :class:`~cunumpy.kernels.CudaKernel` (which satisfies it; a
+    protocol rather than an import, so this module and ``kernels/cuda.py`` form no cycle)."""
+
+    _params: tuple[CudaParam, ...]
+
+    def _tag(self, engine: CudaEngine) -> str: ...
 
 
 def describe(value: Any) -> str:
@@ -73,7 +82,8 @@ def dtype_text(p: CudaParam) -> str:
                 f"cunumpy.kernels.cuda_dtype({p.type_name!r}), or {p.base.name} with a last "
                 f"axis of {p.lanes})")
     if p.kind == "struct":
-        return f"struct {p.type_name} (structured dtype {p.dtype})"
+        return (f"struct {p.type_name} (structured dtype {p.dtype}, or uint8 with a last axis "
+                f"of {p.dtype.itemsize})")
     return _dtype_name(p.dtype)
 
 
@@ -83,12 +93,15 @@ def _dtype_ok(p: CudaParam, dtype: np.dtype, shape: tuple[int, ...]) -> bool:
         return True
     if p.kind in ("vector", "struct") and layout_matches(dtype, p.dtype):
         return True
+    if (p.kind == "struct" and dtype == np.uint8 and len(shape) >= 1
+            and shape[-1] == p.dtype.itemsize):
+        return True  # the struct's bytes (CuPy has no structured dtypes)
     return (p.kind == "vector" and p.base is not None and dtype == p.base
             and len(shape) >= 1 and shape[-1] == p.lanes)
 
 
 def check_array(
-    kernel: CudaKernel, engine: CudaEngine, index: int, value: Any, *, dtypes: bool = True
+    kernel: CheckedKernel, engine: CudaEngine, index: int, value: Any, *, dtypes: bool = True
 ) -> Any:
     """Check one pointer argument; return what the engine takes (``None`` stays None).
 
@@ -193,7 +206,7 @@ def check_array(
     return engine.adopt_array(value)
 
 
-def check_scalar(kernel: CudaKernel, engine: CudaEngine, index: int, value: Any) -> Any:
+def check_scalar(kernel: CheckedKernel, engine: CudaEngine, index: int, value: Any) -> Any:
     """Check one value argument; return the NumPy scalar (or 0-d array) the engine takes."""
     p = kernel._params[index]
     tag = kernel._tag(engine)
@@ -237,7 +250,7 @@ def texture_argument(tag: str, label: str, p: CudaParam, engine: CudaEngine, val
     return np.uint64(engine.texture_handle(value))
 
 
-def check_unchecked(kernel: CudaKernel, engine: CudaEngine, args: tuple) -> tuple:
+def check_unchecked(kernel: CheckedKernel, engine: CudaEngine, args: tuple) -> tuple:
     """The arguments of a ``check_signature=False`` kernel, as a host engine relies on them.
 
     Device engines take them as given. A host engine (the emulator) reads pointer arguments as

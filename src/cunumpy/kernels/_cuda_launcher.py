@@ -8,21 +8,41 @@ shown by :meth:`CudaKernel.launcher_source`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
 from cunumpy._engines._cuda import DEFAULT_LIMITS, CudaEngine
 from cunumpy._engines._cuda_registry import env_getter, env_value
+from cunumpy._lang.cuda_signature import CudaParam, CudaSignature
 from cunumpy.profiling import _compile_generated
 
-if TYPE_CHECKING:  # pragma: no cover
-    from cunumpy.kernels.cuda import CudaKernel
-
-__all__ = ["MISSING", "build_launcher", "dim3"]
+__all__ = ["MISSING", "LaunchedKernel", "build_launcher", "dim3"]
 
 MISSING = object()
 """Default of every generated launcher parameter: marks an argument that was not given."""
+
+
+class LaunchedKernel(Protocol):
+    """What the generator reads of a :class:`~cunumpy.kernels.CudaKernel` (which satisfies it;
+    a protocol rather than an import, so this module and ``kernels/cuda.py`` form no cycle)."""
+
+    name: str
+    check_signature: bool
+    signature: CudaSignature | None
+    block_size: int
+    _engine: Any
+    _env_cells: dict[CudaEngine, list[Any]]
+    _prepared: dict[CudaEngine, Callable[..., Any]]
+    _sources: dict[CudaEngine, str]
+    _params: tuple[CudaParam, ...]
+    _nparams: int
+    _first_array: int | None
+
+    def _slow(self, *args: Any, **kwargs: Any) -> Any: ...
+    def _check_array(self, engine: CudaEngine, index: int, value: Any) -> Any: ...
+    def _check_scalar(self, engine: CudaEngine, index: int, value: Any) -> Any: ...
 
 
 class _NoArrayType:
@@ -53,7 +73,7 @@ def dim3(value: Any) -> tuple[int, int, int] | None:
     return None
 
 
-def build_launcher(kernel: CudaKernel, engine: CudaEngine) -> Any:
+def build_launcher(kernel: LaunchedKernel, engine: CudaEngine) -> Any:
     """Generate the per-call function for ``engine`` (see the module docstring)."""
     follow_env = kernel._engine is None
     cell = [env_value()]

@@ -1,15 +1,14 @@
-"""MetalKernel checks shared by the front end and its CuPy fast path: launch geometry, and
-whether the host-resident emulator may write ``out=`` arrays in place."""
+"""MetalKernel checks of the front end: whether the host-resident emulator may read inputs and
+write ``out=`` arrays in place. (The threadgroup check, shared with the ``metal-cuda`` fast path,
+is :func:`cunumpy._engines._metal.check_threadgroup`.)"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["HOST_ALIGN", "_check_threadgroup", "borrowable", "fills_in_place"]
+__all__ = ["HOST_ALIGN", "borrowable", "fills_in_place"]
 
 HOST_ALIGN = 16
 """Byte alignment an array needs to be used in place by a host-resident engine: the emulator's
@@ -21,27 +20,6 @@ array on the CPU: 8 bytes) may not."""
 def borrowable(a: np.ndarray, dtype: np.dtype) -> bool:
     """Whether a host-resident engine can read ``a`` in place as a ``dtype`` input."""
     return a.dtype == dtype and a.flags.c_contiguous and a.ctypes.data % HOST_ALIGN == 0
-
-
-def _check_threadgroup(threadgroup: Any) -> tuple[int, int, int]:
-    dims = (threadgroup,) if isinstance(threadgroup, (int, np.integer)) else threadgroup
-    if (
-        isinstance(dims, (str, bytes))
-        or not isinstance(dims, Sequence)
-        or not 1 <= len(dims) <= 3
-        or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
-                   for d in dims)
-    ):
-        raise ValueError(
-            f"MetalKernel threadgroup must be 1 to 3 positive ints, got {threadgroup!r}"
-        )
-    size = math.prod(int(d) for d in dims)
-    if size > 1024:
-        raise ValueError(
-            f"MetalKernel threadgroup {tuple(dims)} has {size} threads; Metal allows at most "
-            "1024 per threadgroup"
-        )
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
 
 
 def fills_in_place(outs: list[np.ndarray], shapes: list[tuple[int, ...]],

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from cunumpy.kernels._metal_dtypes import is_bfloat16
-from cunumpy.kernels._metal_engines import get_metal_engine
+from cunumpy._engines._metal_registry import get_metal_engine
+from cunumpy._lang.metal_dtypes import is_bfloat16
 from cunumpy.kernels.metal import MetalKernel
 
 __all__ = ["MLXStyleKernel", "metal_kernel"]
@@ -212,7 +212,7 @@ class MLXStyleKernel:
         for n, d in zip(k.output_names, output_dtypes):
             try:
                 if _is_mx_dtype(d):
-                    from cunumpy.kernels._metal_mlx import numpy_dtype
+                    from cunumpy._engines.mlx import numpy_dtype
 
                     out.append(numpy_dtype(d))
                 else:
@@ -295,7 +295,7 @@ class MLXStyleKernel:
         if eng.name == "mlx":
             if want_mlx:
                 return results
-            from cunumpy.kernels._metal_mlx import to_numpy
+            from cunumpy._engines.mlx import to_numpy
 
             return [np.array(to_numpy(r)) for r in results]
         if eng.name == "metal-cuda":  # CuPy results: MLX's API hands back host (or MLX) arrays
@@ -305,7 +305,7 @@ class MLXStyleKernel:
         else:
             arrays = [r._data for r in results]
         if want_mlx:
-            from cunumpy.kernels._metal_mlx import from_numpy
+            from cunumpy._engines.mlx import from_numpy
 
             return [from_numpy(a) for a in arrays]
         return arrays
@@ -314,7 +314,7 @@ class MLXStyleKernel:
 def _host(a: Any) -> Any:
     """An MLX array as a NumPy view (bfloat16 through ml_dtypes); anything else unchanged."""
     if _is_mx_array(a):
-        from cunumpy.kernels._metal_mlx import to_numpy
+        from cunumpy._engines.mlx import to_numpy
 
         return to_numpy(a)
     return a

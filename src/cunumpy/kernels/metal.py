@@ -12,11 +12,11 @@ import numpy as np
 
 from cunumpy import profiling
 from cunumpy._engines._base import Program
-from cunumpy._engines._metal import MetalLaunch, metal_program
+from cunumpy._engines._metal import MetalLaunch, check_threadgroup, metal_program
+from cunumpy._engines._metal_registry import MetalEngine, get_metal_engine, warn_auto_fallback
+from cunumpy._lang.metal_dtypes import is_bfloat16, msl_dtype, supported_dtypes
 from cunumpy._lang.metal_signature import ArgSpec, MetalSignature, build_signature
-from cunumpy.kernels._metal_checks import _check_threadgroup, borrowable, fills_in_place
-from cunumpy.kernels._metal_dtypes import is_bfloat16, msl_dtype, supported_dtypes
-from cunumpy.kernels._metal_engines import MetalEngine, get_metal_engine, warn_auto_fallback
+from cunumpy.kernels._metal_checks import borrowable, fills_in_place
 
 __all__ = ["MetalKernel", "metal_asarray"]
 
@@ -170,7 +170,7 @@ class MetalKernel:
         self.name = name
         self.source = source
         self.header = header
-        self.threadgroup = _check_threadgroup(threadgroup)
+        self.threadgroup = check_threadgroup(threadgroup)
         self.float64 = float64
         self.atomic_outputs = bool(atomic_outputs)
         self.init_value = init_value
@@ -492,7 +492,7 @@ class MetalKernel:
                 )
             return dtype
         if type(value).__module__.startswith("mlx"):
-            from cunumpy.kernels._metal_mlx import numpy_dtype
+            from cunumpy._engines.mlx import numpy_dtype
 
             return numpy_dtype(value)
         try:
@@ -593,7 +593,7 @@ class MetalKernel:
                     return done
             fast = _cuda_fast[0]
             if fast is None:
-                from cunumpy.kernels import _metal_cuda_fast as fast
+                from cunumpy._engines.metal_cuda import _fast as fast
 
                 _cuda_fast[0] = fast
             done = fast.fast_call(self, eng, inputs, out, n_threads, template, threadgroup,
@@ -611,7 +611,7 @@ class MetalKernel:
         bound, outs, shapes, out_dtypes, grid, _tmpl, sig = self._prepare(
             inputs, out, n_threads, template, output_shapes, output_dtypes, eng
         )
-        tg = self.threadgroup if threadgroup is None else _check_threadgroup(threadgroup)
+        tg = self.threadgroup if threadgroup is None else check_threadgroup(threadgroup)
         if init_value is None:
             init_value = self.init_value
         if verbose:

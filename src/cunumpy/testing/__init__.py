@@ -10,10 +10,15 @@
   ``numpy.testing``.
   CuPy is never imported here: its testing module is used only while the CuPy backend (which
   has imported CuPy already) is active.
+- :func:`run_ranks`: run a function, a script or a module on N MPI ranks (``mpiexec``) and
+  see every rank's traceback when one fails (:class:`RanksFailed`).
 - :func:`mlx_metal_on_cpu`: inside it, MLX's ``mx.fast.metal_kernel`` runs custom kernels on the
   CPU emulator (test an MLX project's kernels on Linux CI).
+- :func:`torch_mps_on_cpu`: inside it, PyTorch's ``torch.mps.compile_shader`` returns a library
+  whose kernels run on CPU tensors on the CPU emulator (test a PyTorch project's Metal shaders
+  on Linux CI).
 - The pytest plugin (:mod:`cunumpy.testing.plugin`, registered automatically) provides the
-  ``backend``, ``cuda_engine``, ``metal_engine`` and ``mlx_metal_on_cpu`` fixtures and the
+  ``backend``, ``cuda_engine``, ``metal_engine``, ``mlx_metal_on_cpu`` and ``torch_mps_on_cpu`` fixtures and the
   ``requires_cuda`` / ``requires_metal`` markers.
 
 pytest itself is imported only when a check has to skip or fail a test.
@@ -28,14 +33,21 @@ from typing import Any as _Any
 from cunumpy.testing._agree import DEFAULT_TOLERANCES, assert_kernels_agree, tolerance_for
 from cunumpy.testing._markers import PortsNotRunError, PortsNotRunWarning
 from cunumpy.testing._mlx import mlx_metal_on_cpu
+from cunumpy.testing._ranks import RankOutcome, RanksFailed, RanksResult, run_ranks
+from cunumpy.testing._torch_mps import torch_mps_on_cpu
 
 __all__ = [
     "DEFAULT_TOLERANCES",
     "PortsNotRunError",
     "PortsNotRunWarning",
+    "RankOutcome",
+    "RanksFailed",
+    "RanksResult",
     "assert_kernels_agree",
     "mlx_metal_on_cpu",
+    "run_ranks",
     "tolerance_for",
+    "torch_mps_on_cpu",
 ]
 """cunumpy's own testing names; the backend's testing names are reached through attributes."""
 

@@ -76,7 +76,7 @@ def mlx_metal_on_cpu(
     ...              grid=(4, 1, 1), threadgroup=(4, 1, 1))
     """
     mx = _import_mlx()
-    from cunumpy.kernels._metal_engines import resolve_metal_engine
+    from cunumpy._engines._metal_registry import resolve_metal_engine
     from cunumpy.kernels._mlx_api import MLXStyleKernel, metal_kernel
 
     resolve_metal_engine(engine)  # refuse an unknown engine name before patching anything

@@ -19,6 +19,7 @@
 #endif
 
 #include "cn_core.h"
+#include <tuple>
 
 #if defined(__has_include)
 #if __has_include("cn_metal_types.h")
@@ -581,6 +582,56 @@ inline void simdgroup_multiply(simdgroup_matrix<T, Cols, Rows>& d,
   simdgroup_multiply_accumulate(d, a, b, make_filled_simdgroup_matrix<T, Cols, Rows>(T(0)));
 }
 
+// metal::array (<metal_array>): a fixed-size aggregate like std::array.
+template <class T, size_t N>
+struct array {
+  T cn_elems[N > 0 ? N : 1];
+  T& operator[](size_t i) { return cn_elems[i]; }
+  const T& operator[](size_t i) const { return cn_elems[i]; }
+  static constexpr size_t size() { return N; }
+  static constexpr bool empty() { return N == 0; }
+  T* data() { return cn_elems; }
+  const T* data() const { return cn_elems; }
+  T* begin() { return cn_elems; }
+  T* end() { return cn_elems + N; }
+  const T* begin() const { return cn_elems; }
+  const T* end() const { return cn_elems + N; }
+  T& front() { return cn_elems[0]; }
+  T& back() { return cn_elems[N - 1]; }
+};
+
+using std::declval;
+
+template <class T, class U>
+inline bool isunordered(T a, U b) { return isnan(a) || isnan(b); }
+template <class T, class U>
+inline bool isordered(T a, U b) { return !isunordered(a, b); }
+
+// Metal's compiler intrinsics, as MLX's bf16_math.h calls them (`__metal_exp(x, fast)`): the
+// last bool (fast math) is dropped.
+#define CN_I1(n) template <class T> inline auto __metal_##n(T x, bool = false) { return metal::n(x); }
+#define CN_I2(n) template <class T, class U> inline auto __metal_##n(T x, U y, bool = false) { return metal::n(x, y); }
+#define CN_I3(n) template <class T, class U, class V> inline auto __metal_##n(T x, U y, V z, bool = false) { return metal::n(x, y, z); }
+CN_I1(fabs) CN_I1(acos) CN_I1(acosh) CN_I1(asin) CN_I1(asinh) CN_I1(atan) CN_I1(atanh) CN_I1(ceil)
+CN_I1(cos) CN_I1(cosh) CN_I1(cospi) CN_I1(exp) CN_I1(exp10) CN_I1(exp2) CN_I1(floor) CN_I1(fract)
+CN_I1(log) CN_I1(log10) CN_I1(log2) CN_I1(rint) CN_I1(round) CN_I1(rsqrt) CN_I1(sin) CN_I1(sinh)
+CN_I1(sinpi) CN_I1(sqrt) CN_I1(tan) CN_I1(tanh) CN_I1(tanpi) CN_I1(trunc)
+CN_I2(atan2) CN_I2(fmax) CN_I2(fmin) CN_I2(fmod) CN_I2(pow) CN_I2(powr) CN_I2(nextafter)
+CN_I2(ldexp) CN_I2(frexp)
+CN_I3(fma) CN_I3(fmax3) CN_I3(fmin3) CN_I3(fmedian3)
+template <class T, class U> inline auto __metal_divide(T x, U y, bool = false) { return x / y; }
+#undef CN_I1
+#undef CN_I2
+#undef CN_I3
+#define CN_S(n) template <class... A> inline auto __metal_##n(A... a) { return metal::n(a...); }
+CN_S(simd_broadcast) CN_S(simd_max) CN_S(simd_min) CN_S(simd_prefix_exclusive_product)
+CN_S(simd_prefix_exclusive_sum) CN_S(simd_prefix_inclusive_product) CN_S(simd_prefix_inclusive_sum)
+CN_S(simd_product) CN_S(simd_shuffle) CN_S(simd_shuffle_and_fill_down) CN_S(simd_shuffle_and_fill_up)
+CN_S(simd_shuffle_down) CN_S(simd_shuffle_rotate_down) CN_S(simd_shuffle_rotate_up)
+CN_S(simd_shuffle_up) CN_S(simd_shuffle_xor) CN_S(simd_sum) CN_S(simd_xor) CN_S(simd_and) CN_S(simd_or)
+#undef CN_S
+template <class T> inline uint __metal_get_simdgroup_size(T) { return 32; }
+
 }  // namespace metal
 
 using namespace metal;
@@ -646,6 +697,115 @@ CN_ATTRIBUTE inline uint threads_per_simdgroup(const ThreadInfo& t) { return t.w
 CN_ATTRIBUTE inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return u3(t.gsize); }
 #undef CN_ATTRIBUTE
 
+// ---------------------------------------------------------------------------------------------
+// Whole libraries (MetalLibrary): the generated launcher binds each parameter of the kernel
+// function from its buffer, its threadgroup allocation or its thread attribute, by the
+// parameter's own C++ type (the kernel's declared types, after the rewrite to checked pointers).
+// ---------------------------------------------------------------------------------------------
+
+template <class F> struct fn_traits;
+template <class R, class... A> struct fn_traits<R (*)(A...)> {
+  static constexpr int arity = sizeof...(A);
+  template <int I> using arg = std::tuple_element_t<I, std::tuple<A...>>;
+};
+template <class F, int I> using param_t = typename fn_traits<F>::template arg<I>;
+
+template <class P> struct ptr_elem { using type = void; };
+template <class T> struct ptr_elem<ptr<T>> { using type = T; };
+
+template <class P> using bare_t = std::remove_cv_t<std::remove_reference_t<P>>;
+
+// Bytes one element (pointers) or the value (references, values) of a parameter occupies: what
+// a buffer bound to it is checked against.
+template <class P> constexpr int64_t value_size() {
+  using Q = bare_t<P>;
+  if constexpr (is_checked_ptr<Q>::value) {
+    using T = typename ptr_elem<Q>::type;
+    if constexpr (std::is_void<std::remove_cv_t<T>>::value) return 1; else return sizeof(T);
+  } else if constexpr (std::is_pointer<Q>::value) {
+    using T = std::remove_pointer_t<Q>;
+    if constexpr (std::is_void<std::remove_cv_t<T>>::value) return 1; else return sizeof(T);
+  } else {
+    return sizeof(Q);
+  }
+}
+template <class P> constexpr int64_t value_kind() {  // 1 pointer, 2 reference, 3 value
+  using Q = bare_t<P>;
+  if constexpr (is_checked_ptr<Q>::value || std::is_pointer<Q>::value) return 1;
+  else if constexpr (std::is_reference<P>::value) return 2;
+  else return 3;
+}
+
+template <class P>
+__attribute__((always_inline)) inline P bind(const LaunchDesc* d, int slot) {
+  using Q = bare_t<P>;
+  void* data = d->buffers[slot].data;
+  if constexpr (is_checked_ptr<Q>::value) {
+    using T = typename ptr_elem<Q>::type;
+    T* p = static_cast<T*>(data);
+    return Q(p, p, d->buffers[slot].bytes / value_size<P>(), slot);
+  } else if constexpr (std::is_pointer<Q>::value) {
+    return static_cast<Q>(data);
+  } else if constexpr (std::is_reference<P>::value) {
+    return *static_cast<std::remove_reference_t<P>*>(data);
+  } else {
+    alignas(Q) unsigned char raw[sizeof(Q)];
+    std::memcpy(raw, data, sizeof(Q));
+    return *reinterpret_cast<Q*>(raw);
+  }
+}
+
+// A [[threadgroup(i)]] parameter: `bytes` of the group's arena in shared slot `slot`, made by
+// the first thread of each group that asks.
+template <class P>
+__attribute__((always_inline)) inline P bind_threadgroup(int slot, int64_t bytes) {
+  using Q = bare_t<P>;
+  void* s = g.arena.slots[slot];
+  if (__builtin_expect(!s, 0)) s = arena_alloc(slot, size_t(bytes), 16, size_t(value_size<P>()));
+  if constexpr (is_checked_ptr<Q>::value) {
+    using T = typename ptr_elem<Q>::type;
+    T* p = static_cast<T*>(s);
+    return Q(p, p, bytes / value_size<P>(), -1 - slot);
+  } else if constexpr (std::is_pointer<Q>::value) {
+    return static_cast<Q>(s);
+  } else {
+    return *static_cast<std::remove_reference_t<P>*>(s);
+  }
+}
+
+}  // namespace msl
+
+// The type of `c ? a : b` (cunumpy.emulation._conditional): the C++ conditional's where it is
+// well-formed, else Metal's arithmetic result (half and float give float).
+template <class A, class B, class = void>
+struct cond_common {
+  using type = decltype(std::declval<std::remove_cv_t<std::remove_reference_t<A>>>() +
+                        std::declval<std::remove_cv_t<std::remove_reference_t<B>>>());
+};
+template <class A, class B>
+struct cond_common<A, B, std::void_t<decltype(true ? std::declval<A>() : std::declval<B>())>> {
+  using type = decltype(true ? std::declval<A>() : std::declval<B>());
+};
+template <class A, class B> using cond_t = typename cond_common<A, B>::type;
+
+namespace msl {
+
+// A thread attribute as the parameter declares it: uint3 values become ushort2, uint, ...
+template <class To, class From>
+__attribute__((always_inline)) inline To attr_as(const From& v) {
+  using T = bare_t<To>;
+  constexpr int n = metal::cn_detail::vtraits<T>::n;
+  if constexpr (metal::cn_detail::vtraits<From>::n == 0) {
+    if constexpr (n == 0) return T(v); else return T(v);
+  } else if constexpr (n == 0) {
+    return T(v.x);
+  } else if constexpr (n == 2) {
+    return T(v.x, v.y);
+  } else {
+    return T(v.x, v.y, v.z);
+  }
+}
+
 }  // namespace msl
 }  // namespace cn
 
@@ -654,6 +814,7 @@ CN_ATTRIBUTE inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return 
 #define constant
 #define thread
 #define kernel
+#define coherent(space)
 // Function qualifier of Metal's standard library headers (MLX's headers use it too).
 #ifndef METAL_FUNC
 #define METAL_FUNC inline

@@ -2285,6 +2285,13 @@ CN_MATH_NAMES
 #endif
 
 // ---------------------------------------------------------------------------------------------
+// MLX's preamble (complex64_t, Limits, elem_to_loc, ceildiv, ...). A whole Metal library
+// (CN_METAL_LIBRARY, cunumpy.emulation.metal_library) has no MLX preamble: there these names
+// live in namespace cn_mlx, so that the library may define its own.
+#ifdef CN_METAL_LIBRARY
+namespace cn_mlx {
+#endif
+
 // MLX's complex64_t (as its utils preamble defines it).
 
 struct complex64_t;
@@ -2487,6 +2494,10 @@ template <class T, class U>
 inline T ceildiv(T N, U M) {
   return (N + M - 1) / M;
 }
+
+#ifdef CN_METAL_LIBRARY
+}  // namespace cn_mlx
+#endif
 
 // Under NVRTC, CUDA's own float4, int2, ... live in the global namespace: the cuda engine opens
 // namespace metal in the kernel's namespace instead (cn_metal_cuda.h).

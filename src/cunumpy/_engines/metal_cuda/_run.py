@@ -1,11 +1,11 @@
 """The generated call function of one launch plan of the ``metal-cuda`` engine.
 
-A :class:`~cunumpy.kernels._metal_cuda_fast.Plan` is made by the full front end for one kind of
+A :class:`~cunumpy._engines.metal_cuda._fast.Plan` is made by the full front end for one kind of
 call (argument classes, dtypes, shapes, strides, template, ``n_threads``, threadgroup, device).
 This module writes, for that plan, a Python function that tests exactly those things inline
 (class identity, dtype identity, tuple equality: no key is built, nothing is hashed) and
 launches; it returns ``None`` for any call it does not serve, which then takes the plan
-dictionary (:func:`~cunumpy.kernels._metal_cuda_fast.fast_call`) or the full front end, with the
+dictionary (:func:`~cunumpy._engines.metal_cuda._fast.fast_call`) or the full front end, with the
 same results and the same errors. The text is kept beside the function
 (:func:`plan_sources`), and tests read it.
 
@@ -37,7 +37,7 @@ from cunumpy.profiling import _compile_generated
 __all__ = ["CONST", "INPUT", "MAX_RUNS", "OUTPUT", "SMALL", "generate_run", "plan_sources"]
 
 INPUT, OUTPUT, SMALL, CONST = range(4)
-"""Kinds of a plan's kernel arguments (see :class:`~cunumpy.kernels._metal_cuda_fast.Plan`)."""
+"""Kinds of a plan's kernel arguments (see :class:`~cunumpy._engines.metal_cuda._fast.Plan`)."""
 MAX_RUNS = 4
 """Generated plan functions a kernel tries before the plan dictionary (most recent first)."""
 _SCALAR_CACHE = 4096

@@ -99,7 +99,7 @@ def _resolve(kind: str) -> tuple[str, Any]:
         from cunumpy._engines._cuda_registry import get_cuda_engine
 
         return config.cuda_engine(), get_cuda_engine(None)
-    from cunumpy.kernels._metal_engines import get_metal_engine
+    from cunumpy._engines._metal_registry import get_metal_engine
 
     return config.metal_engine(), get_metal_engine(None)
 

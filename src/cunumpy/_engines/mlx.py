@@ -1,4 +1,4 @@
-"""The ``mlx`` engine of MetalKernel: hands one launch to ``mx.fast.metal_kernel``.
+"""The ``mlx`` engine of MetalKernel: hands one launch to ``mx.fast.metal_kernel`` on an Apple GPU.
 
 The front end has already validated the call, converted the arguments to MLX arrays and built the
 call's :class:`~cunumpy._lang.metal_signature.MetalSignature`; this module only talks to MLX.
@@ -11,16 +11,21 @@ MLX is imported inside the functions, never at module import.
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from cunumpy._engines._base import Program
+from cunumpy._engines._metal import MetalEngineBase, MetalLaunch
+from cunumpy._engines._status import mlx_status
+from cunumpy._lang.metal_dtypes import bfloat16, is_bfloat16
 from cunumpy._lang.metal_signature import MetalSignature, _normalise_template
-from cunumpy.kernels._metal_dtypes import bfloat16, is_bfloat16
 
 __all__ = [
+    "MLXEngine",
     "clear_kernel_cache",
     "from_numpy",
     "launch_mlx",
@@ -339,3 +344,63 @@ def launch_mlx(
             f"{signature.kernel_name}: {exc}"
         ) from exc
     return list(outputs)
+
+
+class MLXEngine(MetalEngineBase):
+    """Runs MetalKernel launches on an Apple GPU through MLX (``mlx``)."""
+
+    name = "mlx"
+
+    @staticmethod
+    def _mx() -> Any:
+        try:
+            import mlx.core as mx
+        except ImportError as exc:
+            raise ImportError(
+                "MetalKernel's mlx engine needs MLX: pip install 'cunumpy[metal]' on an Apple "
+                "silicon Mac, or run on the CPU emulator with CUNUMPY_METAL_ENGINE=emulator"
+            ) from exc
+        return mx
+
+    def check_available(self) -> None:
+        self._mx()
+        ok, reason, _ = mlx_status()
+        if not ok:
+            raise RuntimeError(f"MetalKernel cannot launch on the mlx engine: {reason}")
+
+    def is_device_array(self, a: Any) -> bool:
+        mx = sys.modules.get("mlx.core")
+        return mx is not None and isinstance(a, mx.array)
+
+    def describe(self, a: Any) -> tuple[np.dtype, tuple[int, ...]]:
+        return numpy_dtype(a.dtype), tuple(a.shape)
+
+    def to_device(self, host: np.ndarray, dtype: np.dtype, contiguous: bool) -> Any:
+        self._mx()
+        return from_numpy(host, dtype)
+
+    def host_view(self, device: Any) -> np.ndarray:
+        return to_numpy(device)
+
+    def contiguous(self, device: Any) -> Any:
+        return device  # MLX makes inputs row-contiguous itself when the kernel asks for it
+
+    def _prepare(self, program: Program) -> Callable[[MetalLaunch], list[Any]]:
+        signature = program.signature
+        inputs, outputs = program.setting("inputs"), program.setting("outputs")
+        atomic = program.setting("atomic_outputs")
+        contiguous = program.setting("ensure_row_contiguous")
+        math_mode = program.setting("math_mode")
+        options = () if math_mode == "safe" else (("math_mode", math_mode),)
+
+        def go(launch: MetalLaunch) -> list[Any]:
+            return launch_mlx(
+                signature, signature.source, inputs, outputs, signature.header,
+                list(launch.inputs), [tuple(s) for s in launch.output_shapes],
+                list(launch.output_dtypes), launch.grid, launch.threadgroup,
+                template=list(program.template), init_value=launch.init_value,
+                atomic_outputs=atomic, ensure_row_contiguous=contiguous,
+                compile_options=options,
+            )
+
+        return go

@@ -7,24 +7,44 @@ once: the first call validates everything, builds the signature and compiles, an
 the plan cannot serve (NumPy arrays, which are copied and counted; an active transfer counter;
 ``init_value``; an output that overlaps an input; a number that needs the front end's range
 check) take the full path, which gives the same results and the same errors.
+
+This is the one place where an engine holds a front-end object: a plan is built by the full
+front end (:class:`PlanOwner`, which :class:`~cunumpy.kernels.MetalKernel` satisfies; no import
+of it) and kept on it, so that a kernel's plans die with the kernel.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from cunumpy import profiling
-from cunumpy.kernels._metal_cuda_run import CONST as _CONST
-from cunumpy.kernels._metal_cuda_run import INPUT as _INPUT
-from cunumpy.kernels._metal_cuda_run import MAX_RUNS, generate_run
-from cunumpy.kernels._metal_cuda_run import OUTPUT as _OUTPUT
-from cunumpy.kernels._metal_cuda_run import SMALL as _SMALL
+from cunumpy._engines._metal import check_threadgroup
+from cunumpy._engines.metal_cuda._run import CONST as _CONST
+from cunumpy._engines.metal_cuda._run import INPUT as _INPUT
+from cunumpy._engines.metal_cuda._run import MAX_RUNS, generate_run
+from cunumpy._engines.metal_cuda._run import OUTPUT as _OUTPUT
+from cunumpy._engines.metal_cuda._run import SMALL as _SMALL
 
-__all__ = ["Plan", "fast_call"]
+__all__ = ["Plan", "PlanOwner", "fast_call"]
+
+
+class PlanOwner(Protocol):
+    """What the fast path reads of the MetalKernel that owns the plans."""
+
+    name: str
+    init_value: Any
+    threadgroup: tuple[int, int, int]
+    ensure_row_contiguous: bool
+    __dict__: dict[str, Any]
+
+    def _prepare(self, inputs: tuple, out: Any, n_threads: Any, template: Any,
+                 output_shapes: Any, output_dtypes: Any, engine: Any) -> tuple: ...
+
+    def _program(self, signature: Any, math_mode: str) -> tuple: ...
 
 _I32 = (-(2**31), 2**31 - 1)
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -124,7 +144,7 @@ def _small_or_none(engine: Any, dtype: np.dtype, value: Any) -> Any:
     return None if ptr is _MISS else ptr
 
 
-def fast_call(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, template: Any,
+def fast_call(kernel: PlanOwner, engine: Any, inputs: tuple, out: Any, n_threads: Any, template: Any,
               threadgroup: Any, output_shapes: Any, output_dtypes: Any) -> Any:
     """Run the call through a cached plan; ``_MISS`` when the full path must run it."""
     if profiling._active or kernel.init_value is not None:
@@ -185,19 +205,18 @@ def fast_call(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any,
     return out
 
 
-def _build(kernel: Any, engine: Any, inputs: tuple, out: Any, n_threads: Any, template: Any,
+def _build(kernel: PlanOwner, engine: Any, inputs: tuple, out: Any, n_threads: Any, template: Any,
            threadgroup: Any, output_shapes: Any, output_dtypes: Any) -> Plan | None:
     """Validate the call with the full front end and make its plan (None: not plannable)."""
     from cupy.cuda.function import CPointer
 
-    from cunumpy.kernels._metal_checks import _check_threadgroup
-    from cunumpy.kernels._metal_cuda import _meta, _storage
+    from cunumpy._engines.metal_cuda import _meta, _storage
 
     bound, outs, shapes, out_dtypes, grid, _tmpl, sig = kernel._prepare(
         inputs, out, n_threads, template, output_shapes, output_dtypes, engine)
     if any(d != _storage(d) for d in out_dtypes):
         return None  # bfloat16 outputs: the full path handles the uint16 storage
-    tg = kernel.threadgroup if threadgroup is None else _check_threadgroup(threadgroup)
+    tg = kernel.threadgroup if threadgroup is None else check_threadgroup(threadgroup)
     tg = (min(tg[0], grid[0]), min(tg[1], grid[1]), min(tg[2], grid[2]))
     engine.check_available()
     if min(grid) == 0:

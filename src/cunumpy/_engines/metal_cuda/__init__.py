@@ -8,7 +8,7 @@ misses that cache) and launched with one CUDA block per Metal threadgroup.
 Arrays: device arrays are ``cupy.ndarray`` (used in place; resident-mode outputs are CuPy arrays).
 NumPy inputs are copied to the device (recorded as ``to_device`` by the front end). Repeated calls
 on CuPy arrays and Python numbers go through a cached launch plan
-(:mod:`cunumpy.kernels._metal_cuda_fast`), which passes the numbers by value in the kernel's
+(:mod:`cunumpy._engines.metal_cuda._fast`), which passes the numbers by value in the kernel's
 arguments (``cn::small_t``, MLX's ``constant`` buffers of fewer than 8 elements). bfloat16 arrays live on the device as ``uint16`` (CuPy has
 no bfloat16), bit for bit.
 
@@ -21,19 +21,18 @@ import hashlib
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from cunumpy._engines._base import Program
 from cunumpy._engines._metal import MetalEngineBase, MetalLaunch, MetalLimits
+from cunumpy._lang.metal_dtypes import is_bfloat16
+from cunumpy.emulation._build import RUNTIME_DIR as _RUNTIME
 from cunumpy.emulation._msl_cuda import ENGINE, MAX_DIMS, CudaUnit, nvrtc_log_as_gcc, translate
-from cunumpy.kernels._metal_dtypes import is_bfloat16
 
 __all__ = ["CudaMetalEngine"]
 
-_RUNTIME = Path(__file__).resolve().parent.parent / "emulation" / "runtime"
 _HEADERS = ("cn_rtc_std.h", "cn_metal_types.h", "cn_metal_flags.h", "cn_metal_cuda.h")
 _LIMITS = MetalLimits(1024, (2**31 - 1, 65535, 65535))
 _SMALL = 8
