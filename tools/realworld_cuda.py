@@ -334,7 +334,7 @@ def collect(roots: list[Path], extra_includes: list[str], per_file: int) -> list
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("roots", nargs="+", type=Path)
+    ap.add_argument("roots", nargs="*", type=Path)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--nvrtc", help="libnvrtc.so to check each case against NVRTC")
     ap.add_argument("--cuda-include", help="the toolkit's include folder (cuda_fp16.h, cccl/)")
