@@ -47,7 +47,8 @@ def _significant(text: str) -> list[Token]:
     """Tokens without whitespace and comments; ``start`` is 1 when whitespace came before."""
     out: list[Token] = []
     gap = False
-    for t in tokenize(text):
+    # A leading `#` would read as a preprocessor line: tokenize after a placeholder instead.
+    for t in tokenize("@" + text)[1:]:
         if t.kind in ("ws", "comment"):
             gap = True
             continue
