@@ -377,10 +377,15 @@ def main(argv: list[str] | None = None) -> int:
         results = [run_case(i) for i in items]
     for r in results:
         r.pop("slice", None)
-    summary(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    summary(results)
     return 0
+
+
+def args_engine_cupy(results: list[dict]) -> bool:
+    """Whether the results are of the cupy engine (no emulator outcome)."""
+    return any(r.get("engine") == "cupy" for r in results)
 
 
 def summary(results: list[dict]) -> None:
@@ -389,12 +394,13 @@ def summary(results: list[dict]) -> None:
         c = by_project.setdefault(r["project"], Counter())
         c["kernels"] += 1
         valid = r.get("nvrtc", "ok") == "ok"
+        emu = r.get("emu", "")
         c["nvrtc-valid"] += valid
-        c["emu-ok"] += r["emu"].startswith("ok") and valid
-        c["emu-ok-any"] += r["emu"].startswith("ok")
-        c["unchecked-pointers"] += r["emu"] == "ok-unchecked-pointers"
+        c["emu-ok"] += emu.startswith("ok") and valid
+        c["emu-ok-any"] += emu.startswith("ok")
+        c["unchecked-pointers"] += emu == "ok-unchecked-pointers"
     total = Counter()
-    if any("cupy" in r for r in results):
+    if args_engine_cupy(results):
         for r in results:
             by_project.setdefault(r["project"], Counter())["cupy-ok"] += r.get("cupy") == "ok"
         for name, c in sorted(by_project.items()):
@@ -413,7 +419,7 @@ def summary(results: list[dict]) -> None:
           f"emu ok (of valid) {total['emu-ok']:4d}  emu ok (all) {total['emu-ok-any']:4d}")
     classes = Counter()
     for r in results:
-        if r.get("nvrtc", "ok") == "ok" and not r["emu"].startswith("ok"):
+        if r.get("nvrtc", "ok") == "ok" and not r.get("emu", "").startswith("ok"):
             why = r.get("emu_error") or r.get("read", "")
             why = re.sub(r"\[emu-cuda kernel '[^']*'\] ", "", why)
             why = re.sub(r"'[^']*'|‘[^’]*’", "'…'", why)[:110]

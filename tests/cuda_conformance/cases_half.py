@@ -6,9 +6,10 @@ with ``numpy.float16`` or ml_dtypes' ``bfloat16`` as the template argument, whic
 ``__half``/``__nv_bfloat16``). It writes the raw bits of each result, so the comparison is exact:
 rounding (nearest-even and the directed ``_rd``/``_ru``/``_rz`` conversions), the canonical
 NaN (0x7FFF) of arithmetic, ``+0.0 > -0.0`` in min/max, NaN passing or winning in
-``__hmax``/``__hmax_nan``, ordered and unordered comparisons. The NumPy reference computes each
-operation in float64 and rounds once (exact for these formats: float32 would be too, see the
-runtime's cn_cuda_halfops.h).
+``__hmax``/``__hmax_nan``, ordered and unordered comparisons, ``-0.0`` saturating to ``+0.0``,
+``__hneg``/``__habs`` of a NaN giving the canonical NaN (both seen on an H200). The NumPy
+reference computes each operation in float64 and rounds once (exact for these formats: float32
+would be too, see the runtime's cn_cuda_halfops.h).
 """
 
 from __future__ import annotations
@@ -181,8 +182,8 @@ def _half_reference(fmt: _Format):
         x = np.asarray(args[3], np.float64)
         rn, val = fmt.bits_rn, fmt.value
 
-        def sat(v):
-            return rn(np.where(np.isnan(v), 0.0, np.clip(v, 0.0, 1.0)))
+        def sat(v):  # NaN and -0.0 saturate to +0.0
+            return rn(np.where(np.isnan(v) | (v <= 0), 0.0, np.minimum(v, 1.0)))
 
         def fma(p, q, s):
             return val(rn(p * q + s))
@@ -215,8 +216,8 @@ def _half_reference(fmt: _Format):
             r[6] = maxmin(a, b, abits, bb, False, False)
             r[7] = maxmin(a, b, abits, bb, True, True)
             r[8] = maxmin(a, b, abits, bb, True, False)
-            r[9] = abits & 0x7FFF
-            r[10] = abits ^ 0x8000
+            r[9] = np.where(np.isnan(a), 0x7FFF, abits & 0x7FFF)  # NaN: the canonical NaN
+            r[10] = np.where(np.isnan(a), 0x7FFF, abits ^ 0x8000)
             r[11] = rn(np.sqrt(np.abs(a)))
             r[12] = fmt.directed(x, "rd")
             r[13] = fmt.directed(x, "ru")

@@ -56,8 +56,10 @@ class _CupyTexture:
         data = self.texture.data
         if self.device is not None:
             self.device.set(data)
-        else:
-            self.array.copy_from(data)
+        else:  # CuPy takes the channels of a row as one axis: (..., width * channels)
+            t = self.texture
+            self.array.copy_from(data if t.channels == 1 else
+                                 data.reshape((*data.shape[: t.ndim - 1], -1)))
         if profiling._active:
             profiling._record("to_device", data.nbytes, f"texture texels {data.dtype}{data.shape}")
         return int(self.object.ptr)

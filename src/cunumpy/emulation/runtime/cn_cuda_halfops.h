@@ -91,8 +91,9 @@ inline I to_int16_mode(float f, Round16 mode, I nan_value) {
     return cn::cuda::to_int16_mode<unsigned char>(TOF(a), cn::cuda::RZ16, 0);                \
   }                                                                                           \
   /* arithmetic */                                                                            \
+  /* saturation to [0, 1]: NaN and -0.0 give +0.0 (min(max(r, +0), 1), +0 > -0) */           \
   inline H cn_##N##_sat(float r) {                                                            \
-    return r != r ? H(0.0f) : cn_##N##_rn(r < 0.0f ? 0.0f : (r > 1.0f ? 1.0f : r));          \
+    return !(r > 0.0f) ? H(0.0f) : cn_##N##_rn(r > 1.0f ? 1.0f : r);                         \
   }                                                                                           \
   inline H __hadd(H a, H b) { return cn_##N##_rn(TOF(a) + TOF(b)); }                         \
   inline H __hsub(H a, H b) { return cn_##N##_rn(TOF(a) - TOF(b)); }                         \
@@ -113,8 +114,13 @@ inline I to_int16_mode(float f, Round16 mode, I nan_value) {
     H r = __hfma(a, b, c);                                                                    \
     return TOF(r) < 0.0f ? H(0.0f) : r;                                                       \
   }                                                                                           \
-  inline H __hneg(H a) { return FROMBITS((unsigned short)(BITS(a) ^ 0x8000u)); }             \
-  inline H __habs(H a) { return FROMBITS((unsigned short)(BITS(a) & 0x7fffu)); }             \
+  /* neg and abs flip or clear the sign; a NaN gives the canonical NaN, as the GPU's do */   \
+  inline H __hneg(H a) {                                                                      \
+    return TOF(a) != TOF(a) ? FROMBITS(0x7fffu) : FROMBITS((unsigned short)(BITS(a) ^ 0x8000u)); \
+  }                                                                                           \
+  inline H __habs(H a) {                                                                      \
+    return TOF(a) != TOF(a) ? FROMBITS(0x7fffu) : FROMBITS((unsigned short)(BITS(a) & 0x7fffu)); \
+  }                                                                                           \
   /* comparisons: ordered ones are false with a NaN, unordered (..u) ones true */            \
   inline bool __heq(H a, H b) { return TOF(a) == TOF(b); }                                   \
   inline bool __hne(H a, H b) { return TOF(a) < TOF(b) || TOF(a) > TOF(b); }                 \
