@@ -288,6 +288,9 @@ def run_case(item: dict) -> dict:
         out["nvrtc"] = "ok" if ok else "invalid"
         if not ok:
             out["nvrtc_error"] = why
+    if item.get("no_emu"):
+        out["emu"] = "skipped"
+        return out
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -344,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--save-cases", type=Path, help="write the sliced cases (.json.gz) and stop")
     ap.add_argument("--cases", type=Path, help="read sliced cases (.json.gz) instead of roots")
+    ap.add_argument("--no-emu", action="store_true", help="only the NVRTC check")
+    ap.add_argument("--only-valid", type=Path,
+                    help="only the cases a previous --json result found NVRTC-valid")
     ap.add_argument("--engine", default="emu-cuda", choices=("emu-cuda", "cupy"),
                     help="cupy: compile each case with the cupy engine (needs a GPU)")
     args = ap.parse_args(argv)
@@ -365,7 +371,12 @@ def main(argv: list[str] | None = None) -> int:
             json.dump({"slices": slices, "items": keyed}, f)
         print(f"{len(items)} cases, {len(slices)} slices written to {args.save_cases}")
         return 0
+    if args.only_valid:
+        valid = {(r["file"], r["kernel"]) for r in json.loads(args.only_valid.read_text())
+                 if r.get("nvrtc") == "ok"}
+        items = [it for it in items if (it["file"], it["kernel"]) in valid]
     for it in items:
+        it["no_emu"] = args.no_emu
         it["nvrtc_lib"] = args.nvrtc
         it["cuda_include"] = args.cuda_include
         it["engine"] = args.engine
