@@ -7,29 +7,30 @@ deduced from ``float*`` against ``cn::ptr<const T>``, and a checked argument wou
 against ``const T*`` either. Real kernels mix both in one call (apex's ``cuWelfordMuSigma2``
 takes a kernel argument and a pointer into shared memory).
 
-For each such template at namespace scope the rewrite adds, right after its first declaration
-and on the same line, a twin that deduces and a forwarding overload::
+For each such template at namespace scope the rewrite adds, on the line of each of its
+declarations, a twin that deduces, and after the last one a forwarding overload::
 
-    template <typename T, typename U>                      // the template's own head
-    inline auto f__cn_pick(const T* x, U* buf) { return &f<T, U>; }   // its parameters as written
+    template <typename T, class... CnO>                  // the template's own head, and a pack
+    inline auto f__cn_pick(const T* x, U* buf, CnO&&... o)   // its parameters as written
+        -> decltype(f<T>(o...)) { return f<T>(o...); }
     template <class... CnA, class = ::cn::cuda::if_pointer_arg_t<CnA...>>
-    inline auto f(CnA&&... a) -> decltype(f__cn_pick(::cn::cuda::as_raw(a)...)(a...))
-    { return f__cn_pick(::cn::cuda::as_raw(a)...)(a...); }
+    inline auto f(CnA&&... a) -> decltype(f__cn_pick(::cn::cuda::as_raw(a)..., a...))
+    { return f__cn_pick(::cn::cuda::as_raw(a)..., a...); }
 
 The forwarder is viable only when an argument is a pointer (raw or checked) or a shared array.
-It deduces the template arguments as a raw call would (the twin takes the parameters as
-written, and ``as_raw`` gives it raw pointers), then calls that specialisation of the template,
-whose checked parameters take the arguments: checked pointers stay checked (``cn::ptr<float>``
-converts to ``cn::ptr<const float>``), shared arrays become checked pointers, raw pointers
-unchecked ones. Calls that deduce without it prefer the template (more specialised), and calls
-with explicit template arguments (``f<float>(...)``) do not match it.
+The twins deduce the template arguments as a raw call would (``as_raw`` gives them raw
+pointers; overloads of other arities drop out), then call that specialisation of the template
+with the original arguments, which its checked parameters take: checked pointers stay checked
+(``cn::ptr<float>`` converts to ``cn::ptr<const float>``), shared arrays become checked pointers,
+raw pointers unchecked ones. Calls that deduce without it prefer the template (more
+specialised), and calls with explicit template arguments (``f<float>(...)``) do not match it.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["declaration_end", "forwarder", "template_head", "template_names"]
+__all__ = ["declaration_end", "forwarder", "template_head", "template_names", "twin"]
 
 _HEAD_STOP = re.compile(r"[;{}]")
 
@@ -62,19 +63,29 @@ def template_names(head: str) -> str | None:
     return ", ".join(names)
 
 
-def forwarder(name: str, head: str, params: str) -> str | None:
-    """The twin and the forwarder for the function template ``name`` with the template head
-    ``head`` and the parameter list ``params`` as written (one line); None when the template
-    parameters cannot be named."""
+def twin(name: str, head: str, params: str) -> str | None:
+    """The twin of one overload of the function template ``name`` (template head ``head``,
+    parameter list ``params`` as written), on one line; None when the template parameters cannot
+    be named. It deduces the template arguments from raw pointers, then calls that
+    specialisation with the original arguments (the pack after the parameters)."""
     names = template_names(head)
     if names is None:
         return None
+    head = " ".join(head.split())
+    head = head[: head.rindex(">")].rstrip() + ", class... CnO>"
     params = " ".join(params.split())
-    pick = f"{name}__cn_pick"
-    args = "static_cast<CnA&&>(cn_a)..."
-    call = f"{pick}(::cn::cuda::as_raw(static_cast<CnA&&>(cn_a))...)({args})"
+    call = f"{name}<{names}>(static_cast<CnO&&>(cn_o)...)"
+    sep = ", " if params and params != "void" else ""
+    params = "" if params == "void" else params
+    return (f" {head} inline auto {name}__cn_pick({params}{sep}CnO&&... cn_o) -> decltype({call})"
+            f" {{ return {call}; }}")
+
+
+def forwarder(name: str) -> str:
+    """The forwarding overload of ``name``, after its last twin (one line)."""
+    fwd = "static_cast<CnA&&>(cn_a)..."
+    call = f"{name}__cn_pick(::cn::cuda::as_raw({fwd.replace('...', '')})..., {fwd})"
     return (
-        f" {' '.join(head.split())} inline auto {pick}({params}) {{ return &{name}<{names}>; }}"
         " template <class... CnA, class = ::cn::cuda::if_pointer_arg_t<CnA...>>"
         f" inline auto {name}(CnA&&... cn_a) -> decltype({call}) {{ return {call}; }}"
     )

@@ -3,7 +3,7 @@
 Real kernels use a handful of PTX forms for what CUDA C++ does not spell: special registers
 (``mov.u32 %0, %%laneid;``), warp shuffles (``shfl.sync.bfly.b32``), loads and stores with cache
 qualifiers (``ld.global.nc.v4.f32``), conversions (``cvt.rn.f16.f32``, ``cvt.rn.bf16x2.f32``)
-and bit tricks (``prmt.b32``, ``lop3.b32``, ``bfe``, ``bfind``). :func:`rewrite_asm` replaces each
+and bit tricks (``prmt.b32``, ``lop3.b32``, ``bfe``, ``bfind``, ``vabsdiff4...add``). :func:`rewrite_asm` replaces each
 ``asm [volatile] ("..." : outputs : inputs [: clobbers]);`` whose instructions are all of these
 by a C++ block that computes the same bits:
 
@@ -285,6 +285,10 @@ class _Translator:
             d, a = (self.reg(x) for x in args)
             shift = str("shiftamt" in mods).lower()
             return f"{d} = ::cn::cuda::ptx_bfind<{bits}, {str(signed).lower()}, {shift}>({a});"
+        if op == "vabsdiff4" and "add" in mods and len(args) == 4:
+            signed = str(mods[0] == "s32").lower()
+            d, a, b, c = (self.reg(x) for x in args)
+            return f"{d} = ::cn::cuda::ptx_vabsdiff4_add<{signed}>({a}, {b}, {c});"
         if op in ("membar", "fence"):
             if any(m.startswith("proxy") for m in mods):
                 raise _Refused(head)
@@ -354,7 +358,7 @@ def rewrite_asm(text: str, prefix: str) -> str:
                 f"{prefix} uses inline PTX {what!r} (asm at line "
                 f"{text.count(chr(10), 0, t.start) + 1}), which the CUDA emulator (emu-cuda) does "
                 "not support (it runs mov of special registers, shfl.sync, ld/st, cvt, prmt, "
-                "lop3, bfe, bfind, membar/fence and bar.sync); run this kernel on a GPU "
+                "lop3, bfe, bfind, vabsdiff4.add, membar/fence and bar.sync); run this kernel on a GPU "
                 "(engine='cupy')"
             ) from None
         stop = sig[end].start + len(sig[end].text)

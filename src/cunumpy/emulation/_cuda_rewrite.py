@@ -39,7 +39,7 @@ from cunumpy._lang.includes import find_include, scan_includes
 from cunumpy._lang.scopes import declared_name, enclosing_braces
 from cunumpy._lang.tokens import EXPRESSION_WORDS
 from cunumpy.emulation._cuda_device_vars import device_var_edits
-from cunumpy.emulation._cuda_forward import declaration_end, forwarder, template_head
+from cunumpy.emulation._cuda_forward import declaration_end, forwarder, template_head, twin
 from cunumpy.emulation._cuda_thread_param import KernelHead, thread_param_edits
 from cunumpy.emulation._rewrite import (
     SharedDecl,
@@ -252,7 +252,17 @@ def _parse_shared(sig: list[Token], i: int) -> tuple[int, int, bool, list[tuple[
         first -= 1
         if sig[first].text == "extern":
             extern = True
-    leading = [t for t in sig[first:i] if t.text in ("volatile", "const")]
+    # `extern float __shared__ s[];`: the type written before __shared__.
+    head = first
+    while head > 0 and (sig[head - 1].kind == "ident" or sig[head - 1].text in ("::", "*")):
+        head -= 1
+    before = sig[head:first]
+    if (before and any(t.text == "extern" for t in before)) or (
+            before and all(t.kind == "ident" or t.text in ("::", "*") for t in before)
+            and head > 0 and sig[head - 1].text in (";", "{", "}")):
+        extern = extern or any(t.text == "extern" for t in before)
+        first = head
+    leading = [t for t in sig[first:i] if t.text not in ("extern", "static", "inline")]
     body: list[Token] = list(leading)
     j = i + 1
     depth_sq = depth_angle = 0
@@ -471,7 +481,7 @@ def _device_param_edits(text: str) -> list[tuple[int, int, str]]:
 
     clean = strip_comments(text)
     edits = []
-    forwarded: set[str] = set()
+    forwarded: dict[str, int] = {}  # template name -> index of the edit of its last twin
     ident_before = re.compile(r"([A-Za-z_]\w*)\s*$")
     for m in re.finditer(r"\b__device__\b", clean):
         k = m.end()
@@ -505,13 +515,16 @@ def _device_param_edits(text: str) -> list[tuple[int, int, str]]:
             edits.append((s, e, " " + new + "\n" * clean.count("\n", s, e)))
         name = ident_before.search(clean, 0, open_paren)
         head = template_head(clean, m.start()) if changed and name else None
-        if (head and name.group(1) not in forwarded and name.group(1) != "operator"
+        if (head and name.group(1) != "operator"
                 and clean[:name.start(1)].rstrip()[-2:] != "::" and _at_namespace_scope(clean, m.start())):
             end = declaration_end(clean, close)
-            twin = forwarder(name.group(1), head, clean[open_paren + 1:close])
-            if end > 0 and twin:
-                forwarded.add(name.group(1))
-                edits.append((end, end, twin))
+            text = twin(name.group(1), head, clean[open_paren + 1:close])
+            if end > 0 and text:
+                edits.append((end, end, text))
+                forwarded[name.group(1)] = len(edits) - 1
+    for name, k in forwarded.items():  # one forwarder, after the name's last twin
+        at, _, text = edits[k]
+        edits[k] = (at, at, text + forwarder(name))
     return edits
 
 

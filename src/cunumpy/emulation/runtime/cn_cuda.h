@@ -864,7 +864,11 @@ inline long long clock64() {
 #ifdef __FLT16_MAX__
 typedef _Float16 __half;
 typedef _Float16 half;
-struct alignas(4) __half2 { __half x, y; };
+struct alignas(4) __half2 {
+  __half x, y;
+  __half2() = default;
+  __half2(__half a, __half b) : x(a), y(b) {}  // floats convert to __half, as in CUDA
+};
 typedef __half2 half2;
 #endif
 

@@ -196,6 +196,18 @@ inline uint32_t ptx_bfind(uint64_t a) {
   return SHIFT ? (uint32_t)(W - 1 - msb) : (uint32_t)msb;
 }
 
+// vabsdiff4.add: the sum of the four byte-wise absolute differences, plus c.
+template <bool S>
+inline uint32_t ptx_vabsdiff4_add(uint64_t a, uint64_t b, uint64_t c) {
+  uint32_t sum = (uint32_t)c;
+  for (int i = 0; i < 4; ++i) {
+    int x = S ? (int)(int8_t)(a >> (8 * i)) : (int)(uint8_t)(a >> (8 * i));
+    int y = S ? (int)(int8_t)(b >> (8 * i)) : (int)(uint8_t)(b >> (8 * i));
+    sum += (uint32_t)(x > y ? x - y : y - x);
+  }
+  return sum;
+}
+
 }  // namespace cuda
 }  // namespace cn
 
