@@ -1,5 +1,9 @@
 """MetalLibrary: whole Metal sources, their kernels, binding rules and checks, on every Metal
-engine (the plugin's ``metal_engine`` fixture)."""
+engine (the plugin's ``metal_engine`` fixture: ``emu-metal`` here, ``metal-cuda`` on an NVIDIA GPU,
+``mlx`` on a Mac).
+
+``test_metal_library_host.py`` runs the same bodies on the ``metal-cuda`` engine with its CUDA
+text compiled for the host, and the mlx engine's generated kernels through ``MetalKernel``."""
 
 from __future__ import annotations
 
@@ -91,14 +95,6 @@ kernel void fc(device float* y, uint i [[thread_position_in_grid]]) {
     y[i] = float(times) + (has_bias ? 0.5f : 0.0f);
 }
 """
-
-
-@pytest.fixture
-def metal_engine(metal_engine):
-    """The plugin's Metal engines; MetalLibrary launches on emu-metal only in this version."""
-    if metal_engine not in ("emulator", "emu-metal"):
-        pytest.skip(f"MetalLibrary does not launch on the {metal_engine} engine yet")
-    return metal_engine
 
 
 @pytest.fixture(scope="module")
@@ -237,14 +233,63 @@ def test_function_constants(lib, metal_engine):
         lib.kernel("fc", constants={"repeat": 1.5})
 
 
-def test_other_engines_refuse_clearly(lib):
+def test_an_engine_without_libraries_refuses_clearly(lib):
     from cunumpy.kernels.metal_library import _prepare
 
-    class Fake:
-        name = "metal-cuda"
+    class Recorder:
+        name = "recorder"
 
-    with pytest.raises(NotImplementedError, match=r"\[metal-cuda kernel 'neg_f32'\].*emulator"):
-        _prepare(Fake(), lib.neg_f32.program())
+    with pytest.raises(NotImplementedError, match=r"\[recorder kernel 'neg_f32'\] .*MetalLibrary"):
+        _prepare(Recorder(), lib.neg_f32.program())
+
+
+def test_buffers_that_share_memory_alias_as_in_metal(metal_engine):
+    """One array bound twice, and two overlapping views of one array: the kernel sees one
+    memory (on metal-cuda: one device copy of their union, written back)."""
+    lib = MetalLibrary("""
+kernel void add_next(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],
+                     uint i [[thread_position_in_grid]]) {
+    float v = x[i] + x[i + 1];
+    threadgroup_barrier(mem_flags::mem_device);
+    y[i] = v;
+}""")
+    a = np.arange(9, dtype=np.float32)
+    lib.add_next(a[:8], a, grid=8, threadgroup=8, engine=metal_engine)
+    np.testing.assert_array_equal(a, [1, 3, 5, 7, 9, 11, 13, 15, 8])
+    b = np.arange(5, dtype=np.float32)
+    lib.add_next(b, b, grid=4, engine=metal_engine)
+    np.testing.assert_array_equal(b, [1, 3, 5, 7, 4])
+
+
+def check_device_arrays_in_place(lib, cupy, engine="metal-cuda"):
+    """CuPy arrays bind in place on metal-cuda (no transfer); errors name engine, kernel and
+    argument. ``cupy`` is CuPy on a GPU, or the host stand-in."""
+    import cunumpy as xp
+
+    x = cupy.asarray(np.arange(8, dtype=np.float32))
+    y = cupy.asarray(np.zeros(8, np.float32))
+    with xp.profiling.count_transfers() as c:
+        lib.reverse(y, x, grid=8, threadgroup=4, threadgroup_memory={0: 16}, engine=engine)
+    assert c.to_device == 0 and c.to_host == 0
+    assert cupy.asnumpy(y).tolist() == [3, 2, 1, 0, 7, 6, 5, 4]
+    with pytest.raises(TypeError, match=r"\[metal-cuda kernel 'reverse'\] argument 'x' "
+                                        r"\(device const float\*\) needs float32"):
+        lib.reverse(y, cupy.asarray(np.zeros(8, np.int32)), grid=8, threadgroup=4,
+                    threadgroup_memory={0: 16}, engine=engine)
+    with pytest.raises(ValueError, match=r"\[metal-cuda kernel 'reverse'\] argument 'y' .*"
+                                         r"non-contiguous"):
+        lib.reverse(cupy.asarray(np.zeros(16, np.float32))[::2], x, grid=8, threadgroup=4,
+                    threadgroup_memory={0: 16}, engine=engine)
+    with pytest.raises(ValueError, match=r"\[metal-cuda kernel 'vec4'\] argument 'y' .*16-byte"):
+        lib.vec4(cupy.asarray(np.zeros(6, np.float32)), np.ones(4, np.float32), 1, grid=1,
+                 engine=engine)
+
+
+@pytest.mark.requires_cuda
+def test_cupy_arrays_bind_in_place_on_metal_cuda(lib):
+    import cupy
+
+    check_device_arrays_in_place(lib, cupy)
 
 
 def test_constant_references_stay_const():

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from cunumpy._engines._base import Program
 from cunumpy._lang.metal_library import LibraryKernel, LibraryText, parse_library
 
-__all__ = ["LibraryLaunch", "library_program", "parsed"]
+__all__ = ["LibraryLaunch", "check_buffer_sizes", "library_program", "parsed"]
 
 
 class LibraryLaunch(NamedTuple):
@@ -73,3 +73,27 @@ def library_program(
             ("original", original),
         ),
     )
+
+
+def check_buffer_sizes(tag: str, kernel: LibraryKernel, sizes: Mapping[str, tuple[int, int]],
+                       nbytes: Mapping[int, int]) -> None:
+    """Check each buffer's size against what the compiled kernel declares.
+
+    ``sizes`` maps parameter names to (bytes of one element or of the value, kind: 1 pointer,
+    2 reference, 3 value), as the engine's compiler computed them (``sizeof``, not a parse of
+    the source); ``nbytes`` maps buffer indices to the bound buffers' sizes. A pointer's buffer
+    must hold whole elements, a reference's or value's at least one value. ``tag`` starts the
+    message (``[metal-cuda kernel 'k']``).
+    """
+    for p in kernel.params:
+        if p.kind != "buffer":
+            continue
+        size, kind = sizes[p.name]
+        n = nbytes[p.index]
+        if kind == 1 and size > 1 and n % size:
+            raise ValueError(
+                f"{tag} argument {p.name!r} ({p.declared}) points at {size}-byte values; the "
+                f"buffer has {n} bytes, not a whole number of them")
+        if kind in (2, 3) and n < size:
+            raise ValueError(
+                f"{tag} argument {p.name!r} ({p.declared}) reads {size} bytes; the buffer has {n}")

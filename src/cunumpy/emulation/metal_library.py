@@ -77,11 +77,16 @@ def _blank(text: str) -> str:
 
 def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
                  constants: Mapping[str, Any], *, mark_returns: bool = True,
-                 typedef: str = "cn_kernel_t") -> str:
-    """The library text as the C++ engines compile it (see the module docstring).
+                 typedef: str = "cn_kernel_t", constant_decl: str = "static const",
+                 address_space_members: bool = True) -> str:
+    """The library text as the engines compile it (see the module docstring).
 
     ``kernel``'s instantiation (if it has one) becomes ``typedef <its function type> typedef;``;
-    ``constants`` maps function constant names to values (a name not given is undefined).
+    ``constants`` maps function constant names to values (a name not given is undefined), each
+    declared as ``<constant_decl> T name = value;`` (the CUDA engine's ``static constexpr``,
+    MLX's ``static constant constexpr const``). ``address_space_members=False`` keeps member
+    functions qualified by an address space (Metal itself tells them apart); ``mark_returns``
+    marks ``return;`` in kernel bodies for the emulator's barrier accounting.
     """
     text = lib.text
     edits: list[tuple[int, int, str]] = []
@@ -107,9 +112,10 @@ def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
         ctype = fc.ctype.replace("constant", "").strip()
         given = fc.name in constants
         value = constant_text(ctype, constants[fc.name]) if given else f"{ctype}()"
-        edits.append((fc.start, fc.stop, f"static const {ctype} {fc.name} = {value};"
+        edits.append((fc.start, fc.stop, f"{constant_decl} {ctype} {fc.name} = {value};"
                       + "\n" * text.count("\n", fc.start, fc.stop)))
-    edits.extend(_address_space_members(text))
+    if address_space_members:
+        edits.extend(_address_space_members(text))
     if kernel is not None:
         # Other kernels' bodies are not needed: they are left empty (fewer threadgroup
         # declarations, less to compile, no errors from code this kernel never runs).
