@@ -13,7 +13,7 @@ arguments. The text is::
     <the library, edited>              // #line markers: NVRTC's messages name the user's file
     #line 1 "launch"
     typedef decltype(&kernel<targs>) cn_fp_t;     // the kernel function's type
-    extern "C" __device__ long long cn_sizes[] = {...};  // sizeof of every parameter's value
+    extern "C" { __device__ long long cn_sizes[] = {...}; }  // sizeof of each parameter's value
     extern "C" __global__ void cn_metal_kernel(const cn::launch_t cn_L, <arguments>) {
       cn::thread_t cn_t;
       if (!cn::thread_of(cn_L, cn_t)) return;     // beyond the grid: Metal never runs it
@@ -224,7 +224,7 @@ def translate_library(
         text if text.endswith("\n") else text + "\n",
         '#line 1 "launch"',
         fp_type,
-        f'extern "C" __device__ long long cn_sizes[] = {{{", ".join(sizes) or "0"}}};',
+        f'extern "C" {{ __device__ long long cn_sizes[] = {{{", ".join(sizes) or "0"}}}; }}',
         f'extern "C" __global__ void __launch_bounds__({bounds}) {KERNEL_NAME}(',
         ",\n".join(f"    {d}" for d in decls) + ") {",
         *(["  CN_DYNAMIC_SHARED(cn_smem);"] if groups else []),

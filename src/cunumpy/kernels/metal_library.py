@@ -129,7 +129,7 @@ class MetalFunction:
             lib = self.library
             prog = library_program(lib._text, self.kernel, self.constants, files=lib._files,
                                    original=lib.source, emulator_options=lib.emulator_options,
-                                   math_mode=math_mode)
+                                   math_mode=math_mode, system=lib._system)
             self._programs[math_mode] = prog
         return prog
 
@@ -359,6 +359,7 @@ class MetalLibrary:
                          include_dirs=list(include_dirs))
         self._text = pre.text
         self._files = pre.files
+        self._system = pre.system
         self._parsed = parse_library(pre.text)
         self._kernels: dict[Any, MetalFunction] = {}
 

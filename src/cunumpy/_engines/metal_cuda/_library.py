@@ -28,7 +28,12 @@ from typing import Any
 import numpy as np
 
 from cunumpy._engines._base import Program
-from cunumpy._engines._library import LibraryLaunch, check_buffer_sizes, parsed
+from cunumpy._engines._library import (
+    LibraryLaunch,
+    check_buffer_sizes,
+    memory_groups,
+    parsed,
+)
 from cunumpy._lang.metal_library import LibraryKernel
 from cunumpy.emulation._msl_cuda import ENGINE
 from cunumpy.emulation._msl_cuda_library import LibraryUnit, translate_library
@@ -63,41 +68,28 @@ def _device_buffers(cupy: Any, engine: Any, kernel: LibraryKernel, buffers: Mapp
     index and the (host array, device memory) pairs to copy back after the launch."""
     params = {p.index: p for p in kernel.params if p.kind == "buffer"}
     device: dict[int, Any] = {}
-    spans = []
+    hosts: dict[int, np.ndarray] = {}
     for a in unit.args:
         if a.kind != "buffer":
             continue
         value = buffers[a.index]
         if engine.is_device_array(value):
             device[a.index] = value
-            continue
-        host = np.asarray(value)
-        start = host.__array_interface__["data"][0]
-        spans.append((start, start + host.nbytes, a.index, host))
-    spans.sort(key=lambda s: (s[0], -s[1]))
+        else:
+            hosts[a.index] = np.asarray(value)
     writes: list[tuple[np.ndarray, Any]] = []
-    k = 0
-    while k < len(spans):
-        lo, hi = spans[k][0], spans[k][1]
-        group = [spans[k]]
-        k += 1
-        while k < len(spans) and spans[k][0] < hi and hi > lo:  # overlaps the group
-            hi = max(hi, spans[k][1])
-            group.append(spans[k])
-            k += 1
-        if len(group) == 1:
-            _, _, index, host = group[0]
-            dev = cupy.asarray(_flat_bytes(host))
-            device[index] = dev
+    for lo, hi, members in memory_groups(hosts):
+        if len(members) == 1:
+            data = _flat_bytes(hosts[members[0][0]])
+        else:  # views of one memory: one device copy of their union
+            data = np.ctypeslib.as_array((ctypes.c_ubyte * (hi - lo)).from_address(lo))
+        dev = cupy.asarray(data.copy() if len(members) > 1 else data)
+        for index, offset in members:
+            host = hosts[index]
+            mem = dev if len(members) == 1 else dev[offset: offset + host.nbytes]
+            device[index] = mem
             if params[index].writable:
-                writes.append((_flat_bytes(host), dev))
-            continue
-        union = np.ctypeslib.as_array((ctypes.c_ubyte * (hi - lo)).from_address(lo))
-        dev = cupy.asarray(union.copy())
-        for start, stop, index, host in group:
-            device[index] = dev[start - lo: stop - lo]
-            if params[index].writable:
-                writes.append((_flat_bytes(host), dev[start - lo: stop - lo]))
+                writes.append((_flat_bytes(host), mem))
     return device, writes
 
 
