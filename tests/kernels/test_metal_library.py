@@ -261,6 +261,46 @@ kernel void add_next(device float* y [[buffer(0)]], device const float* x [[buff
     np.testing.assert_array_equal(b, [1, 3, 5, 7, 4])
 
 
+EDGE = """
+#include <metal_stdlib>
+using namespace metal;
+struct Big { float v[20]; };
+struct Add { static float apply(float a, float b) { return a + b; } };
+inline float ceildiv(float a, float b) { return a / b; }
+float pick(constant float* table, uint i) { return table[i]; }
+
+kernel void big(device float* y, constant Big& b, constant float* table,
+                uint3 grid_size [[grid_size]], ushort2 tid [[thread_position_in_threadgroup]]) {
+    int threads_per_grid = 2;
+    y[tid.x] = b.v[tid.x] + pick(table, tid.x % 3) + float(threads_per_grid)
+               + float(grid_size.x) + ceildiv(4.0f, 2.0f);
+}
+
+template <typename T, typename Op, int N>
+kernel void fold(device T* y, device const T* x, uint i [[thread_position_in_grid]]) {
+    T s = T(0);
+    for (int k = 0; k < N; ++k) s = Op::apply(s, x[i * N + k]);
+    y[i] = s;
+}
+template [[host_name("fold_add_4")]] kernel void fold<float, Add, 4>(
+    device float* y, device const float* x, uint i [[thread_position_in_grid]]);
+"""
+
+
+def test_engines_agree_on_edge_cases(metal_engine):
+    """A struct too big for MLX's constant inputs, a constant pointer passed to a helper, a body
+    local named like a thread attribute, a name MLX's preamble has (ceildiv), a functor type as
+    a template argument: the same results on every engine."""
+    lib = MetalLibrary(EDGE, filename="edge.metal")
+    y = np.zeros(4, np.float32)
+    big = np.arange(20, dtype=np.float32).view(np.uint8)
+    lib.big(y, big, np.array([10, 20, 30], np.float32), grid=4, engine=metal_engine)
+    np.testing.assert_array_equal(y, np.arange(4) + np.array([10, 20, 30, 10]) + 2 + 4 + 2)
+    z = np.zeros(3, np.float32)
+    lib.fold_add_4(z, np.arange(12, dtype=np.float32), grid=3, engine=metal_engine)
+    np.testing.assert_array_equal(z, np.arange(12, dtype=np.float32).reshape(3, 4).sum(axis=1))
+
+
 def check_device_arrays_in_place(lib, cupy, engine="metal-cuda"):
     """CuPy arrays bind in place on metal-cuda (no transfer); errors name engine, kernel and
     argument. ``cupy`` is CuPy on a GPU, or the host stand-in."""

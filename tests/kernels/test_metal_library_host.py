@@ -160,3 +160,9 @@ def test_mlx_text_is_what_mlx_compiles(lib, mlx_host):
     assert "template <typename T, int K>" in texts[1]
     assert re.search(r'template \[\[host_name\("custom_kernel_cn_scale_3_float__float_3_uint8_t'
                      r'_uint8_t_uint8_t"\)\]\]', texts[1])
+
+
+
+def test_edge_cases_on_metal_cuda_and_mlx(cuda_host, mlx_host):
+    for engine in ("metal-cuda", "mlx"):
+        bodies.test_engines_agree_on_edge_cases(engine)
