@@ -204,10 +204,10 @@ def translate_library(
         if p.kind == "buffer":
             call.append(f"cn_v{p.index}" if by_value(p)
                         else f"cn::msl::bind_ptr<{ptype}>(cn_b{p.index})")
-            sizes.append(f"cn::msl::value_size<{ptype}>(), cn::msl::value_kind<{ptype}>()")
+            sizes.append(f"cn::msl::value_info<{ptype}>::size, cn::msl::value_info<{ptype}>::kind")
         elif p.kind == "threadgroup":
             call.append(f"cn::msl::bind_ptr<{ptype}>(cn_smem + cn_o{p.index})")
-            sizes.append(f"cn::msl::value_size<{ptype}>(), 4")
+            sizes.append(f"cn::msl::value_info<{ptype}>::size, 4")
         elif p.kind == "attribute":
             call.append(f"cn::msl::attr_as<{ptype}>(cn::msl::{p.attribute}(cn_t))")
             sizes.append("0, 0")

@@ -50,23 +50,24 @@ template <class T> struct pointee<T*> {
 };
 
 // Bytes one element (pointers) or the value (references, values) of a parameter occupies: what
-// a buffer bound to it is checked against (void pointees count as bytes).
-template <class P> constexpr long long value_size() {
-  using Q = bare_t<P>;
-  if constexpr (pointee<Q>::is) {
-    using T = std::remove_cv_t<typename pointee<Q>::type>;
-    if constexpr (std::is_void<T>::value) return 1; else return (long long)sizeof(T);
-  } else {
-    return (long long)sizeof(Q);
-  }
-}
-// 1 pointer, 2 reference, 3 value.
-template <class P> constexpr long long value_kind() {
-  using Q = bare_t<P>;
-  if constexpr (pointee<Q>::is) return 1;
-  else if constexpr (std::is_reference<P>::value) return 2;
-  else return 3;
-}
+// a buffer bound to it is checked against (void pointees count as bytes); kind: 1 pointer,
+// 2 reference, 3 value. Static members, not functions, so that a device variable's initializer
+// can read them under NVRTC.
+template <class Q, bool = pointee<Q>::is> struct element_size {
+  static constexpr long long value = (long long)sizeof(Q);
+};
+template <class Q> struct element_size<Q, true> {
+  using T = std::remove_cv_t<typename pointee<Q>::type>;
+  static constexpr long long value = std::is_void<T>::value ? 1 : (long long)sizeof(
+      std::conditional_t<std::is_void<T>::value, char, T>);
+};
+template <class P> struct value_info {
+  static constexpr long long size = element_size<bare_t<P>>::value;
+  static constexpr long long kind =
+      pointee<bare_t<P>>::is ? 1 : std::is_reference<P>::value ? 2 : 3;
+};
+template <class P> constexpr long long value_size() { return value_info<P>::size; }
+template <class P> constexpr long long value_kind() { return value_info<P>::kind; }
 
 // A thread attribute as the parameter declares it: uint3 values become ushort2, uint, ...
 template <class To, class From>
