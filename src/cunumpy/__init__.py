@@ -9,7 +9,8 @@
   :func:`get_array_module`;
 - conversions: :func:`to_numpy`, :func:`to_cupy`, :func:`to_cunumpy`;
 - submodules: :mod:`cunumpy.kernels`, :mod:`cunumpy.profiling`, :mod:`cunumpy.testing`,
-  :mod:`cunumpy.emulation`, :mod:`cunumpy.config`.
+  :mod:`cunumpy.emulation`, :mod:`cunumpy.config`, :mod:`cunumpy.random` (cuRAND's Philox
+  stream; every other name of it is the active backend's ``random``: ``xp.random.default_rng``).
 
 Importing cunumpy imports NumPy and nothing optional (no CuPy, MLX, Numba, pytest or compiler).
 """
@@ -32,7 +33,7 @@ from cunumpy._backend import (
 from cunumpy._convert import to_cunumpy, to_cupy, to_numpy
 from cunumpy._version import __version__ as __version__
 
-_LAZY_SUBMODULES = ("kernels", "testing", "emulation")
+_LAZY_SUBMODULES = ("kernels", "testing", "emulation", "random")
 
 __all__ = [
     "BackendUnavailableWarning",
@@ -45,6 +46,7 @@ __all__ = [
     "get_backend",
     "kernels",
     "profiling",
+    "random",
     "set_backend",
     "testing",
     "to_cunumpy",

@@ -35,6 +35,10 @@ __all__ = [
     "kernel_port",
     "metal_engine",
     "metal_on_cuda",
+    "mpi_cuda_aware",
+    "mpi_environment",
+    "mpi_launched",
+    "mpiexec_command",
     "raw_lookup",
     "raw_reader",
     "require_cuda",
@@ -297,6 +301,77 @@ def staging_threshold() -> int | None:
             " is not a byte count such as 8388608, 8M or off"
         ) from None
     return threshold if threshold > 0 else None
+
+
+def mpi_cuda_aware() -> bool | None:
+    """``CUNUMPY_MPI_CUDA_AWARE`` (``0`` or ``1``): whether the MPI library takes device pointers.
+
+    Overrides what :func:`cunumpy.mpi.cuda_aware` finds out (the library's own query, else a
+    probe in a child process). ``1`` hands CuPy arrays to MPI directly (a library that is not
+    CUDA-aware then reads device addresses as host memory: a crash or wrong data); ``0`` stages
+    every device buffer through pinned host memory. Unset: None (ask the library). Read at every
+    call of the functions of :mod:`cunumpy.mpi`.
+    """
+    value = os.environ.get("CUNUMPY_MPI_CUDA_AWARE", "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    if value in ("", "auto"):
+        return None
+    raise ValueError(
+        f"environment variable CUNUMPY_MPI_CUDA_AWARE={os.environ['CUNUMPY_MPI_CUDA_AWARE']!r} "
+        "is not one of 1, 0 or auto; unset it or pick one of those"
+    )
+
+
+def mpiexec_command() -> list[str] | None:
+    """``CUNUMPY_MPIEXEC``: the command that launches MPI jobs for
+    :func:`cunumpy.testing.run_ranks` (split like a shell, e.g. ``srun --mpi=pmix``).
+
+    Unset: the ``mpiexec`` next to the Python interpreter (where ``pip install mpich`` puts it),
+    else the first ``mpiexec`` on ``PATH``. The number of ranks is appended as ``-n N``. Read at
+    every launch.
+    """
+    value = os.environ.get("CUNUMPY_MPIEXEC", "").strip()
+    if not value:
+        return None
+    import shlex
+
+    return shlex.split(value)
+
+
+MPI_LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "PRTE_", "HYDRA_", "HYDI_", "MPIR_", "MPI_LOCAL",
+                         "MV2_", "I_MPI_HYDRA", "SLURM_STEP", "SLURM_PROCID", "SLURM_LOCALID")
+"""Prefixes of the variables an MPI launcher sets for the ranks it starts (MPICH's hydra, Open MPI
+and PMIx, MVAPICH, Intel MPI, Slurm's ``srun``). A process started by one of those ranks with
+these variables would believe it is that rank; :func:`mpi_environment` leaves them out."""
+
+_MPI_RANK_VARIABLES = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE",
+                       "MV2_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
+
+
+def mpi_launched() -> bool:
+    """Whether this process was started by an MPI launcher (``mpiexec``, ``mpirun``, ``srun``).
+
+    Not a cunumpy setting: true when one of the rank variables that MPICH, Open MPI, PMIx or
+    MVAPICH set (``PMI_RANK``, ``PMI_SIZE``, ``PMIX_RANK``, ``OMPI_COMM_WORLD_SIZE``,
+    ``MV2_COMM_WORLD_SIZE``, ``MPI_LOCALNRANKS``) is present. ``cunumpy demo`` asks it before it
+    imports mpi4py, so that a plain run never starts MPI.
+    """
+    return any(var in os.environ for var in _MPI_RANK_VARIABLES)
+
+
+def mpi_environment(extra: dict[str, str] | None = None,
+                    python_path: str | None = None) -> dict[str, str]:
+    """A copy of the environment for a fresh MPI job: without the variables of
+    :data:`MPI_LAUNCHER_PREFIXES` (so that a job started from inside a rank is a job of its own),
+    with ``extra`` added and ``python_path`` put first on ``PYTHONPATH``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_LAUNCHER_PREFIXES)}
+    env.update(extra or {})
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (python_path, env.get("PYTHONPATH")) if p)
+    return env
 
 
 def setting_text(var: str) -> str | None:

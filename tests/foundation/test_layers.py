@@ -10,8 +10,10 @@ Layers, bottom first (a module may import from its own layer or below):
 3. ``_engines``: the seam between front ends and engines
 4. ``kernels``: the front ends (``CudaKernel``, ``MetalKernel``, ``Kernel``)
 5. the ``cunumpy`` namespace itself (``cunumpy/__init__.py``)
-6. ``testing``
-7. ``cli`` (and ``cunumpy/__main__.py``)
+6. ``mpi``: many ranks through mpi4py (uses the namespace, conversions, profiling; the
+   namespace never imports it)
+7. ``testing``
+8. ``cli`` (and ``cunumpy/__main__.py``)
 
 Every ``import`` statement counts: at module level, inside a function (a lazy import is still a
 dependency), under ``if TYPE_CHECKING:`` (a type is a dependency too), and a call of
@@ -41,9 +43,8 @@ SRC = pathlib.Path(cunumpy.__file__).parent
 LAYERS = {
     "config": 0, "profiling": 0, "_backend": 0, "_convert": 0, "_staging": 0, "_pinning": 0, "_version": 0,
     "_cuda_common": 0,
-    "_lang": 1, "emulation": 2, "_engines": 3, "kernels": 4, "": 5, "_info": 5, "testing": 6,
-    "cli": 7,
-    "__main__": 7,
+    "_lang": 1, "emulation": 2, "_engines": 3, "kernels": 4, "": 5, "_info": 5, "random": 5, "mpi": 6,
+    "testing": 7, "cli": 8, "__main__": 8,
 }
 NAMES = {value: key or "cunumpy" for key, value in LAYERS.items()}
 

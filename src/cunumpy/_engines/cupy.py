@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cunumpy._engines._cuda import DEFAULT_LIMITS, CudaCompileError, CudaEngine, CudaLimits
+from cunumpy._engines._cuda_libraries import library_include_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from cunumpy._engines._base import Program
@@ -183,6 +184,12 @@ class CupyEngine(CudaEngine):
             if hit is not None:
                 return hit[1]
             with cupy.cuda.Device(dev):
+                try:
+                    # cuRAND's headers are not on NVRTC's path: add their directory
+                    options = options + library_include_options(code, cupy, program.name)
+                except FileNotFoundError as exc:
+                    raise CudaCompileError(str(exc), log=str(exc), options=options,
+                                           source=code) from exc
                 try:
                     if expression is None:
                         module = cupy.RawModule(code=code, options=options)

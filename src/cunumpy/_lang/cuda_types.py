@@ -28,6 +28,7 @@ import numpy as np
 from cunumpy._lang.c_types import _QUALIFIERS, C_TYPES, _normalise_type
 
 __all__ = [
+    "TOOLKIT_STRUCTS",
     "VECTOR_TYPES",
     "Declarations",
     "Resolved",
@@ -101,6 +102,34 @@ _TOOLKIT = {
     "cufftComplex": np.complex64, "cufftDoubleComplex": np.complex128,
 }
 """Names the toolkit or the C library defines, used when the source has no alias of its own."""
+
+
+def _curand_state(fields: list[tuple[str, Any, int]], size: int) -> np.dtype:
+    return np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields],
+                     "offsets": [f[2] for f in fields], "itemsize": size})
+
+
+_XORWOW = _curand_state([("d", np.uint32, 0), ("v", (np.uint32, 5), 4),
+                         ("boxmuller_flag", np.int32, 24), ("boxmuller_flag_double", np.int32, 28),
+                         ("boxmuller_extra", np.float32, 32),
+                         ("boxmuller_extra_double", np.float64, 40)], 48)
+_PHILOX = _curand_state([("ctr", (np.uint32, 4), 0), ("output", (np.uint32, 4), 16),
+                         ("key", (np.uint32, 2), 32), ("STATE", np.uint32, 40),
+                         ("boxmuller_flag", np.int32, 44), ("boxmuller_flag_double", np.int32, 48),
+                         ("boxmuller_extra", np.float32, 52),
+                         ("boxmuller_extra_double", np.float64, 56)], 64)
+_MRG = _curand_state([("s1", (np.uint32, 3), 0), ("s2", (np.uint32, 3), 12),
+                      ("boxmuller_flag", np.int32, 24), ("boxmuller_flag_double", np.int32, 28),
+                      ("boxmuller_extra", np.float32, 32),
+                      ("boxmuller_extra_double", np.float64, 40)], 48)
+TOOLKIT_STRUCTS: dict[str, tuple[np.dtype, int]] = {
+    **{n: (_XORWOW, 8) for n in ("curandState", "curandState_t", "curandStateXORWOW",
+                                 "curandStateXORWOW_t")},
+    **{n: (_PHILOX, 16) for n in ("curandStatePhilox4_32_10", "curandStatePhilox4_32_10_t")},
+    **{n: (_MRG, 8) for n in ("curandStateMRG32k3a", "curandStateMRG32k3a_t")},
+}
+"""Structs of the toolkit's device libraries (cuRAND's generator states): the GPU's layout as a
+structured dtype, and its alignment."""
 _BF16 = ("__nv_bfloat16", "nv_bfloat16", "__bfloat16")
 
 
@@ -291,6 +320,9 @@ def resolve(
                 f"struct {name!r} has several definitions in preprocessor branches cunumpy "
                 "cannot decide"), spelled=ctype)
         return _struct(name, bodies[0], decls, scalars, _depth, ctype)
+    if name in TOOLKIT_STRUCTS:
+        dt, align = TOOLKIT_STRUCTS[name]
+        return Resolved(dt, align, "struct", spelled=ctype)
     if name in _TOOLKIT:
         dt = np.dtype(_TOOLKIT[name])
         return Resolved(dt, dt.itemsize, "complex" if dt.kind == "c" else "scalar",

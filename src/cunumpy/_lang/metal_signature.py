@@ -47,6 +47,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from cunumpy._lang.library_headers import expand_library_includes
+
 __all__ = [
     "ATTRIBUTES",
     "MLX_WORKAROUND_COMMENT",
@@ -506,6 +508,7 @@ def build_signature(
         assert not _closes_early(params) and any(
             p.name == _WORKAROUND_ATTRIBUTE for p in params
         ), "the MLX workaround comment must declare exactly the attribute it names"
+    header = expand_library_includes(header)  # <cunumpy/random.h>: every engine gets the text
     return MetalSignature(
         name=name,
         kernel_name=kernel_name,

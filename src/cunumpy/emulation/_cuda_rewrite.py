@@ -110,6 +110,12 @@ _MAPPED = {
     "cub/block/block_scan.cuh": "cn_cub.h",
     "cub/warp/warp_reduce.cuh": "cn_cub.h",
     "cub/warp/warp_scan.cuh": "cn_cub.h",
+    # cuRAND's device API: XORWOW, Philox4_32_10 and MRG32k3a (cn_curand.h)
+    **{h: "cn_curand.h" for h in (
+        "curand_kernel.h", "curand_philox4x32_x.h", "curand_uniform.h", "curand_normal.h",
+        "curand_lognormal.h", "curand_poisson.h", "curand_mrg32k3a.h", "curand_globals.h",
+        "curand_precalc.h", "curand_normal_static.h",
+    )},
 }
 _MAPPED_PREFIXES = {"cuda/std/": "cn_cuda_std.h"}
 
@@ -122,7 +128,8 @@ _REFUSED = {
     "cuda/barrier": "libcu++ barriers",
     "cuda/pipeline": "libcu++ pipelines",
     "cuda_fp8.h": "fp8 types",
-    "curand_kernel.h": "cuRAND device functions",
+    "curand_mtgp32": "cuRAND's MTGP32 generator",
+    "curand_discrete": "cuRAND's discrete distributions (curandDiscreteDistribution_t)",
     "cuda/": "libcu++ extensions (cuda::)",
 }
 

@@ -10,7 +10,8 @@ What a parameter takes:
 - a pointer: a C-contiguous array of the pointee's dtype, or ``None`` (a null pointer, as
   CuPy passes it). For a vector type (``float4*``) also an array of the component dtype whose
   last axis is the vector's width (``float32[n, 4]``), and for vector and struct types any
-  structured dtype with the same layout (field names do not matter). The array's address must
+  structured dtype with the same layout (field names do not matter); for a struct also uint8
+  whose last axis is the struct's size in bytes (CuPy has no structured dtypes). The array's address must
   have the C type's alignment (16 bytes for ``float4``).
 - a value: a Python or NumPy number of the parameter's type; for a vector type a sequence of
   its components or a NumPy structured scalar; for a struct a NumPy structured scalar (or 0-d
@@ -81,7 +82,8 @@ def dtype_text(p: CudaParam) -> str:
                 f"cunumpy.kernels.cuda_dtype({p.type_name!r}), or {p.base.name} with a last "
                 f"axis of {p.lanes})")
     if p.kind == "struct":
-        return f"struct {p.type_name} (structured dtype {p.dtype})"
+        return (f"struct {p.type_name} (structured dtype {p.dtype}, or uint8 with a last axis "
+                f"of {p.dtype.itemsize})")
     return _dtype_name(p.dtype)
 
 
@@ -91,6 +93,9 @@ def _dtype_ok(p: CudaParam, dtype: np.dtype, shape: tuple[int, ...]) -> bool:
         return True
     if p.kind in ("vector", "struct") and layout_matches(dtype, p.dtype):
         return True
+    if (p.kind == "struct" and dtype == np.uint8 and len(shape) >= 1
+            and shape[-1] == p.dtype.itemsize):
+        return True  # the struct's bytes (CuPy has no structured dtypes)
     return (p.kind == "vector" and p.base is not None and dtype == p.base
             and len(shape) >= 1 and shape[-1] == p.lanes)
 

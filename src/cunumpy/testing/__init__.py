@@ -10,6 +10,8 @@
   ``numpy.testing``.
   CuPy is never imported here: its testing module is used only while the CuPy backend (which
   has imported CuPy already) is active.
+- :func:`run_ranks`: run a function, a script or a module on N MPI ranks (``mpiexec``) and
+  see every rank's traceback when one fails (:class:`RanksFailed`).
 - :func:`mlx_metal_on_cpu`: inside it, MLX's ``mx.fast.metal_kernel`` runs custom kernels on the
   CPU emulator (test an MLX project's kernels on Linux CI).
 - :func:`torch_mps_on_cpu`: inside it, PyTorch's ``torch.mps.compile_shader`` returns a library
@@ -31,14 +33,19 @@ from typing import Any as _Any
 from cunumpy.testing._agree import DEFAULT_TOLERANCES, assert_kernels_agree, tolerance_for
 from cunumpy.testing._markers import PortsNotRunError, PortsNotRunWarning
 from cunumpy.testing._mlx import mlx_metal_on_cpu
+from cunumpy.testing._ranks import RankOutcome, RanksFailed, RanksResult, run_ranks
 from cunumpy.testing._torch_mps import torch_mps_on_cpu
 
 __all__ = [
     "DEFAULT_TOLERANCES",
     "PortsNotRunError",
     "PortsNotRunWarning",
+    "RankOutcome",
+    "RanksFailed",
+    "RanksResult",
     "assert_kernels_agree",
     "mlx_metal_on_cpu",
+    "run_ranks",
     "tolerance_for",
     "torch_mps_on_cpu",
 ]

@@ -8,6 +8,9 @@ Markers
 ``requires_metal``
     The test needs an Apple GPU with MLX. Skipped without one; fails instead when
     ``CUNUMPY_REQUIRE_METAL=1``.
+``requires_mpi``
+    The test starts MPI jobs (:func:`cunumpy.testing.run_ranks`): it needs mpi4py, an MPI
+    library it can load and an ``mpiexec``. Skipped, with the reason, without them.
 
 Fixtures
 --------
@@ -55,6 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "requires_metal: needs an Apple GPU with MLX (CUNUMPY_REQUIRE_METAL=1: must run)"
     )
+    config.addinivalue_line(
+        "markers", "requires_mpi: starts MPI jobs (needs mpi4py, an MPI library and mpiexec)"
+    )
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -70,6 +76,22 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         ok, reason = engine_status("mlx")
         if not ok:
             metal_skip_or_fail(reason)
+    if item.get_closest_marker("requires_mpi") is not None:
+        ok, reason = _mpi_status()
+        if not ok:
+            pytest.skip(reason)
+
+
+_mpi: list[tuple[bool, str]] = []
+
+
+def _mpi_status() -> tuple[bool, str]:
+    """Whether MPI jobs can start here (asked once per session)."""
+    if not _mpi:
+        from cunumpy.testing._ranks import mpi_status
+
+        _mpi.append(mpi_status())
+    return _mpi[0]
 
 
 @pytest.fixture(params=["numpy", "cupy"])
