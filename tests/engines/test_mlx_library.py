@@ -131,3 +131,14 @@ def test_mlx_arrays_do_not_bind_writable_buffers(monkeypatch):
     lib = MetalLibrary("kernel void k(device float* y, device const float* x) { y[0] = x[0]; }")
     with pytest.raises(TypeError, match=r"\[mlx kernel 'k'\] argument 'y' .*immutable"):
         lib.k(mx.zeros(4), np.ones(4, np.float32), grid=1, engine="mlx")
+
+
+def test_integer_template_arguments_read_as_c_reads_them():
+    lib = MetalLibrary("""
+template <int N> kernel void k(device int* y) { y[0] = N; }
+template [[host_name("k8")]] kernel void k<010>(device int* y);
+template [[host_name("k16")]] kernel void k<0x10>(device int* y);
+""")
+    for name, value in (("k8", 8), ("k16", 16)):
+        gen = mlx_kernel_text(lib._parsed, lib._parsed.kernels[name], {}, (), {0: "device"}, {})
+        assert gen.template == (("N", value),)

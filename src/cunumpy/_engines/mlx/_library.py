@@ -21,7 +21,8 @@ kernel becomes such a kernel (:func:`mlx_kernel_text`):
   (``device float* y = (device float*)(cn_b0);``, ``constant P& p = *(constant P*)(cn_b2);``),
   its threadgroup memory (``threadgroup float4 cn_tg0[N];``, sized by the call's
   ``threadgroup_memory``) or its thread attribute (``uint i = uint(thread_position_in_grid.x);``),
-  then the kernel's body under a ``#line`` of its source;
+  then the kernel's body under a ``#line`` of its source (each distinct ``threadgroup_memory``
+  makes a kernel text of its own, which MLX compiles once);
 - **template**: an instantiated kernel template's arguments that MLX can pass (dtypes, ints,
   bools) are MLX template values, so the body stays a template (``if constexpr`` on them
   discards as Metal would); others become typedefs or ``constexpr`` values in the body.
@@ -49,7 +50,13 @@ import numpy as np
 
 from cunumpy._engines._base import Program
 from cunumpy._engines._library import LibraryLaunch, memory_groups, parsed
-from cunumpy._lang.metal_library import KernelParam, LibraryKernel, LibraryText, source_line
+from cunumpy._lang.metal_library import (
+    KernelParam,
+    LibraryKernel,
+    LibraryText,
+    c_int,
+    source_line,
+)
 from cunumpy._lang.metal_signature import ATTRIBUTES
 from cunumpy._lang.msl_layout import type_info
 from cunumpy._lang.scopes import enclosing_braces
@@ -186,8 +193,8 @@ def _template(kernel: LibraryKernel) -> tuple[list[tuple[str, Any]], list[str]]:
                 lines.append(f"typedef {v} {name};")
         elif v in ("true", "false"):
             values.append((name, v == "true"))
-        elif _INT.fullmatch(v) and -(2**31) <= int(v.rstrip("uUlL"), 0) < 2**31:
-            values.append((name, int(v.rstrip("uUlL"), 0)))
+        elif _INT.fullmatch(v) and -(2**31) <= c_int(v.lstrip("+-")) < 2**31:
+            values.append((name, -c_int(v[1:]) if v.startswith("-") else c_int(v.lstrip("+"))))
         else:
             lines.append(f"constexpr auto {name} = {v};")
     return values, lines
