@@ -8,7 +8,14 @@ is read from the checkouts given; nothing of it is copied anywhere.
 Usage::
 
     python tools/metal_library_sweep.py --candle /tmp/candle --mlx /tmp/mlx \\
-        --ggml /tmp/ggml [--pytorch /tmp/pytorch] [--sample 3 | --all] [--json out.json]
+        --ggml /tmp/ggml [--pytorch /tmp/pytorch] [--sample 3 | --all] [--engines] \\
+        [--json out.json]
+
+With ``--engines`` each sampled kernel is also translated for the other engines: its
+``metal-cuda`` CUDA unit is compiled by the host C++ compiler against the test suite's host
+stand-in of CUDA (``tests/kernels/cuda_host/cn_cuda_host.h``, ``-fsyntax-only``: NVRTC itself
+needs a GPU machine), and its ``mlx`` kernel text (header and body for ``mx.fast.metal_kernel``)
+is generated (compiling it needs a Mac).
 
 Each checkout is the root of the project's repository (candle: ``candle-metal-kernels/src``;
 MLX: ``mlx/backend/metal/kernels``; ggml or llama.cpp: ``ggml/src/ggml-metal`` or
@@ -50,8 +57,46 @@ def include_dirs(project: str, root: Path, folder: Path) -> list[Path]:
     return dirs
 
 
-def sweep_file(project: str, root: Path, path: Path, sample: int | None, rng: random.Random
-               ) -> dict:
+STANDIN = Path(__file__).resolve().parents[1] / "tests" / "kernels" / "cuda_host" / "cn_cuda_host.h"
+
+
+def other_engines(lib, fn, record: dict) -> None:
+    """The kernel's metal-cuda unit through the host compiler, and its mlx text (``--engines``)."""
+    import subprocess
+    import tempfile
+
+    from cunumpy._engines.mlx._library import buffer_layout, mlx_kernel_text
+    from cunumpy.emulation._build import RUNTIME_DIR
+    from cunumpy.emulation._msl_cuda_library import translate_library
+    from cunumpy.emulation._toolchain import find_compiler
+
+    k = fn.kernel
+    try:
+        unit = translate_library(lib._parsed, k, {}, lib._files, threads_per_group=256)
+        with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
+            f.write(unit.source)
+        done = subprocess.run(
+            [*find_compiler().command, "-std=c++17", "-fsyntax-only", "-w", "-x", "c++", "-include",
+             str(STANDIN), f"-I{RUNTIME_DIR}", f.name], capture_output=True, text=True)
+        Path(f.name).unlink()
+        if done.returncode == 0:
+            record["cuda_host"] += 1
+        else:
+            first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr)
+            record["cuda_failed"][fn.name] = first.strip()[:300]
+    except Exception as exc:
+        record["cuda_failed"][fn.name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    try:
+        layouts = {p.index: buffer_layout(p, 8) for p in k.params if p.kind == "buffer"}
+        tg = {p.index: 1024 for p in k.params if p.kind == "threadgroup"}
+        mlx_kernel_text(lib._parsed, k, {}, lib._system, layouts, tg)
+        record["mlx_text"] += 1
+    except Exception as exc:
+        record["mlx_failed"][fn.name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def sweep_file(project: str, root: Path, path: Path, sample: int | None, rng: random.Random,
+               engines: bool = False) -> dict:
     import numpy as np  # noqa: F401
 
     from cunumpy.emulation.errors import KernelCompileError
@@ -59,7 +104,8 @@ def sweep_file(project: str, root: Path, path: Path, sample: int | None, rng: ra
     from cunumpy.kernels import MetalLibrary
 
     record: dict = {"file": str(path.relative_to(root)), "kernels": 0, "compiled": 0,
-                    "failed": {}, "error": None}
+                    "failed": {}, "error": None, "cuda_host": 0, "cuda_failed": {},
+                    "mlx_text": 0, "mlx_failed": {}}
     t0 = time.perf_counter()
     try:
         lib = MetalLibrary(path.read_text(), filename=path.name,
@@ -84,6 +130,8 @@ def sweep_file(project: str, root: Path, path: Path, sample: int | None, rng: ra
             record["failed"][name] = "compile: " + first.strip()[:300]
         except Exception as exc:
             record["failed"][name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        if engines:
+            other_engines(lib, fn, record)
     record["tried"] = len(chosen)
     record["seconds"] = round(time.perf_counter() - t0, 2)
     return record
@@ -96,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=3, help="kernels compiled per file")
     ap.add_argument("--all", action="store_true", help="compile every kernel")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--engines", action="store_true",
+                    help="also translate for metal-cuda (host compile) and mlx (text)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
@@ -111,13 +161,18 @@ def main(argv: list[str] | None = None) -> int:
         files = sorted(folder.rglob("*.metal"))
         rows = []
         for path in files:
-            rec = sweep_file(project, root, path, None if args.all else args.sample, rng)
+            rec = sweep_file(project, root, path, None if args.all else args.sample, rng,
+                             args.engines)
             rows.append(rec)
             status = rec["error"] or f"{rec['kernels']} kernels, {rec.get('compiled', 0)}/" \
                 f"{rec.get('tried', 0)} compiled"
             print(f"{project}: {rec['file']}: {status}", flush=True)
             for name, why in rec["failed"].items():
                 print(f"    {name}: {why}", flush=True)
+            for name, why in rec["cuda_failed"].items():
+                print(f"    metal-cuda {name}: {why}", flush=True)
+            for name, why in rec["mlx_failed"].items():
+                print(f"    mlx {name}: {why}", flush=True)
         listed = sum(r["kernels"] for r in rows)
         tried = sum(r.get("tried", 0) for r in rows)
         compiled = sum(r.get("compiled", 0) for r in rows)
@@ -126,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
                             "rows": rows}
         print(f"== {project}: {results[project]['files_listed']}/{len(rows)} files list "
               f"{listed} kernels; {compiled}/{tried} sampled kernels compile", flush=True)
+        if args.engines:
+            cuda = sum(r["cuda_host"] for r in rows)
+            mlx = sum(r["mlx_text"] for r in rows)
+            results[project].update(cuda_host=cuda, mlx_text=mlx)
+            print(f"   metal-cuda units that compile for the host: {cuda}/{tried}; mlx texts "
+                  f"generated: {mlx}/{tried}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -1,5 +1,9 @@
 """MetalLibrary: whole Metal sources, their kernels, binding rules and checks, on every Metal
-engine (the plugin's ``metal_engine`` fixture)."""
+engine (the plugin's ``metal_engine`` fixture: ``emu-metal`` here, ``metal-cuda`` on an NVIDIA GPU,
+``mlx`` on a Mac).
+
+``test_metal_library_host.py`` runs the same bodies on the ``metal-cuda`` engine with its CUDA
+text compiled for the host, and the mlx engine's generated kernels through ``MetalKernel``."""
 
 from __future__ import annotations
 
@@ -91,14 +95,6 @@ kernel void fc(device float* y, uint i [[thread_position_in_grid]]) {
     y[i] = float(times) + (has_bias ? 0.5f : 0.0f);
 }
 """
-
-
-@pytest.fixture
-def metal_engine(metal_engine):
-    """The plugin's Metal engines; MetalLibrary launches on emu-metal only in this version."""
-    if metal_engine not in ("emulator", "emu-metal"):
-        pytest.skip(f"MetalLibrary does not launch on the {metal_engine} engine yet")
-    return metal_engine
 
 
 @pytest.fixture(scope="module")
@@ -237,14 +233,103 @@ def test_function_constants(lib, metal_engine):
         lib.kernel("fc", constants={"repeat": 1.5})
 
 
-def test_other_engines_refuse_clearly(lib):
+def test_an_engine_without_libraries_refuses_clearly(lib):
     from cunumpy.kernels.metal_library import _prepare
 
-    class Fake:
-        name = "metal-cuda"
+    class Recorder:
+        name = "recorder"
 
-    with pytest.raises(NotImplementedError, match=r"\[metal-cuda kernel 'neg_f32'\].*emulator"):
-        _prepare(Fake(), lib.neg_f32.program())
+    with pytest.raises(NotImplementedError, match=r"\[recorder kernel 'neg_f32'\] .*MetalLibrary"):
+        _prepare(Recorder(), lib.neg_f32.program())
+
+
+def test_buffers_that_share_memory_alias_as_in_metal(metal_engine):
+    """One array bound twice, and two overlapping views of one array: the kernel sees one
+    memory (on metal-cuda: one device copy of their union, written back)."""
+    lib = MetalLibrary("""
+kernel void add_next(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],
+                     uint i [[thread_position_in_grid]]) {
+    float v = x[i] + x[i + 1];
+    threadgroup_barrier(mem_flags::mem_device);
+    y[i] = v;
+}""")
+    a = np.arange(9, dtype=np.float32)
+    lib.add_next(a[:8], a, grid=8, threadgroup=8, engine=metal_engine)
+    np.testing.assert_array_equal(a, [1, 3, 5, 7, 9, 11, 13, 15, 8])
+    b = np.arange(5, dtype=np.float32)
+    lib.add_next(b, b, grid=4, engine=metal_engine)
+    np.testing.assert_array_equal(b, [1, 3, 5, 7, 4])
+
+
+EDGE = """
+#include <metal_stdlib>
+using namespace metal;
+struct Big { float v[20]; };
+struct Add { static float apply(float a, float b) { return a + b; } };
+inline float ceildiv(float a, float b) { return a / b; }
+float pick(constant float* table, uint i) { return table[i]; }
+
+kernel void big(device float* y, constant Big& b, constant float* table,
+                uint3 grid_size [[grid_size]], ushort2 tid [[thread_position_in_threadgroup]]) {
+    int threads_per_grid = 2;
+    y[tid.x] = b.v[tid.x] + pick(table, tid.x % 3) + float(threads_per_grid)
+               + float(grid_size.x) + ceildiv(4.0f, 2.0f);
+}
+
+template <typename T, typename Op, int N>
+kernel void fold(device T* y, device const T* x, uint i [[thread_position_in_grid]]) {
+    T s = T(0);
+    for (int k = 0; k < N; ++k) s = Op::apply(s, x[i * N + k]);
+    y[i] = s;
+}
+template [[host_name("fold_add_4")]] kernel void fold<float, Add, 4>(
+    device float* y, device const float* x, uint i [[thread_position_in_grid]]);
+"""
+
+
+def test_engines_agree_on_edge_cases(metal_engine):
+    """A struct too big for MLX's constant inputs, a constant pointer passed to a helper, a body
+    local named like a thread attribute, a name MLX's preamble has (ceildiv), a functor type as
+    a template argument: the same results on every engine."""
+    lib = MetalLibrary(EDGE, filename="edge.metal")
+    y = np.zeros(4, np.float32)
+    big = np.arange(20, dtype=np.float32).view(np.uint8)
+    lib.big(y, big, np.array([10, 20, 30], np.float32), grid=4, engine=metal_engine)
+    np.testing.assert_array_equal(y, np.arange(4) + np.array([10, 20, 30, 10]) + 2 + 4 + 2)
+    z = np.zeros(3, np.float32)
+    lib.fold_add_4(z, np.arange(12, dtype=np.float32), grid=3, engine=metal_engine)
+    np.testing.assert_array_equal(z, np.arange(12, dtype=np.float32).reshape(3, 4).sum(axis=1))
+
+
+def check_device_arrays_in_place(lib, cupy, engine="metal-cuda"):
+    """CuPy arrays bind in place on metal-cuda (no transfer); errors name engine, kernel and
+    argument. ``cupy`` is CuPy on a GPU, or the host stand-in."""
+    import cunumpy as xp
+
+    x = cupy.asarray(np.arange(8, dtype=np.float32))
+    y = cupy.asarray(np.zeros(8, np.float32))
+    with xp.profiling.count_transfers() as c:
+        lib.reverse(y, x, grid=8, threadgroup=4, threadgroup_memory={0: 16}, engine=engine)
+    assert c.to_device == 0 and c.to_host == 0
+    assert cupy.asnumpy(y).tolist() == [3, 2, 1, 0, 7, 6, 5, 4]
+    with pytest.raises(TypeError, match=r"\[metal-cuda kernel 'reverse'\] argument 'x' "
+                                        r"\(device const float\*\) needs float32"):
+        lib.reverse(y, cupy.asarray(np.zeros(8, np.int32)), grid=8, threadgroup=4,
+                    threadgroup_memory={0: 16}, engine=engine)
+    with pytest.raises(ValueError, match=r"\[metal-cuda kernel 'reverse'\] argument 'y' .*"
+                                         r"non-contiguous"):
+        lib.reverse(cupy.asarray(np.zeros(16, np.float32))[::2], x, grid=8, threadgroup=4,
+                    threadgroup_memory={0: 16}, engine=engine)
+    with pytest.raises(ValueError, match=r"\[metal-cuda kernel 'vec4'\] argument 'y' .*16-byte"):
+        lib.vec4(cupy.asarray(np.zeros(6, np.float32)), np.ones(4, np.float32), 1, grid=1,
+                 engine=engine)
+
+
+@pytest.mark.requires_cuda
+def test_cupy_arrays_bind_in_place_on_metal_cuda(lib):
+    import cupy
+
+    check_device_arrays_in_place(lib, cupy)
 
 
 def test_constant_references_stay_const():

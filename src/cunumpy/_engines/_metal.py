@@ -188,6 +188,13 @@ class MetalEngineBase:
     def _prepare(self, program: Program) -> Callable[[MetalLaunch], list[Any]]:
         raise NotImplementedError(f"engine {self.name!r} does not implement prepare")
 
+    def buffer_info(self, a: Any) -> tuple[np.dtype, int, bool]:
+        """(dtype, bytes, C-contiguous) of a device array bound to a Metal buffer (what the
+        :class:`~cunumpy.kernels.MetalLibrary` front end checks it against)."""
+        dtype, _ = self.describe(a)
+        flags = getattr(a, "flags", None)
+        return np.dtype(dtype), int(a.nbytes), bool(getattr(flags, "c_contiguous", True))
+
     def launch(self, program: Program, launch: MetalLaunch) -> list[Any]:
         """Run one launch of ``program`` (the same as ``prepare(program)(launch)``)."""
         return self.prepare(program)(launch)

@@ -108,6 +108,9 @@ class EmuMetalEngine(MetalEngineBase):
     def host_view(self, device: EmulatedDeviceArray) -> np.ndarray:
         return device._data
 
+    def buffer_info(self, a: EmulatedDeviceArray) -> tuple[np.dtype, int, bool]:
+        return a.dtype, a.nbytes, bool(a._data.flags.c_contiguous)
+
     def contiguous(self, device: EmulatedDeviceArray) -> EmulatedDeviceArray:
         if device._data.flags.c_contiguous:
             return device
@@ -145,7 +148,7 @@ class EmuMetalEngine(MetalEngineBase):
         library, and every buffer is checked against them: a pointer's buffer must hold whole
         values, a reference's at least one.
         """
-        from cunumpy._engines._library import parsed
+        from cunumpy._engines._library import check_buffer_sizes, parsed
         from cunumpy.emulation.metal_library import launch_library, value_sizes
 
         lib = parsed(program.source)
@@ -158,23 +161,11 @@ class EmuMetalEngine(MetalEngineBase):
         checked: list[Any] = []
 
         def go(launch: LibraryLaunch) -> None:
-            buffers = dict(launch.buffers)
+            buffers = {i: a._data if isinstance(a, EmulatedDeviceArray) else a
+                       for i, a in launch.buffers}
             if not checked:
                 checked.append(value_sizes(lib, kernel, constants, files, options, math_mode))
-            sizes = checked[0]
-            for p in kernel.params:
-                if p.kind != "buffer":
-                    continue
-                size, kind = sizes[p.name]
-                nbytes = buffers[p.index].nbytes
-                if kind == 1 and size > 1 and nbytes % size:
-                    raise ValueError(
-                        f"{tag} argument {p.name!r} ({p.declared}) points at {size}-byte values; the "
-                        f"buffer has {nbytes} bytes, not a whole number of them")
-                if kind in (2, 3) and nbytes < size:
-                    raise ValueError(
-                        f"{tag} argument {p.name!r} ({p.declared}) reads {size} bytes; the buffer "
-                        f"has {nbytes}")
+            check_buffer_sizes(tag, kernel, checked[0], {i: a.nbytes for i, a in buffers.items()})
             launch_library(lib, kernel, constants, files, buffers, dict(launch.threadgroup_memory),
                            launch.grid, launch.threadgroup, options=options, math_mode=math_mode)
 

@@ -34,6 +34,7 @@ __all__ = [
     "LibraryText",
     "parse_library",
     "parse_params",
+    "source_line",
 ]
 
 THREAD_ATTRIBUTES = frozenset(
@@ -104,6 +105,10 @@ class LibraryKernel:
     """Why no engine here can launch it (a texture parameter, ...)."""
     body: tuple[int, int] | None = None
     """Offsets of the kernel function's body (``{`` to ``}``) in the preprocessed text."""
+    template_values: tuple[tuple[str, str | None, bool], ...] | None = None
+    """Each template parameter of an instantiated kernel template: its name, its value as text
+    (written, defaulted or deduced from the parameter types; None where none of these gives
+    it) and whether it is a type parameter; None for a plain kernel."""
 
 
 @dataclass(frozen=True)
@@ -230,6 +235,19 @@ def _template_params(tokens: Sequence[Token]) -> list[tuple[str, str | None]]:
     return out
 
 
+def _template_types(tokens: Sequence[Token]) -> frozenset[str]:
+    """The names of the type parameters (``typename T``, ``class U``) of a template list."""
+    out = set()
+    for part in _split_commas(tokens):
+        words = [t.text for t in part]
+        if "=" in words:
+            words = words[: words.index("=")]
+        if words and words[0] in ("typename", "class", "template") and words[-1] not in (
+                "typename", "class"):
+            out.add(words[-1])
+    return frozenset(out)
+
+
 def _substitute(text: str, mapping: dict[str, str]) -> str:
     if not mapping:
         return text
@@ -325,6 +343,7 @@ class _Template:
     line: int
     file: str
     body: tuple[int, int]
+    types: frozenset[str] = frozenset()
 
 
 class _Parser:
@@ -341,6 +360,7 @@ class _Parser:
         self.body_names: list[str] = []
         self.ns: list[str] = []
         self._lines = _LineMap(text)
+        self._types: frozenset[str] = frozenset()
 
     def where(self, i: int) -> tuple[str, int]:
         return self._lines.at(self.sig[i].start)
@@ -391,6 +411,7 @@ class _Parser:
                 if i + 1 < len(sig) and sig[i + 1].text == "<":
                     close = _match(sig, i + 1, "<", ">")
                     tparams = _template_params(sig[i + 2: close])
+                    self._types = _template_types(sig[i + 2: close])
                     i = self._declaration(close + 1, tparams)
                 else:
                     i = self._instantiation(i)
@@ -560,7 +581,7 @@ class _Parser:
                 else:
                     self.templates.setdefault(name_tok.text, []).append(
                         _Template(name_tok.text, qualified, tparams, list(params), line, file,
-                                  span))
+                                  span, self._types))
         return close + 1
 
     def _constant(self, start: int, attr_at: int, index: int) -> None:
@@ -631,31 +652,57 @@ class _Parser:
             targs = _join(rest[after: close + 1])
         candidates = self.templates.get(name, [])
         template = candidates[-1] if candidates else None
+        values = [_join(p) for p in _split_commas(
+            rest[after + 1: _match(rest, after, "<", ">")])] if targs else []
+        mapping: dict[str, str] = {}
+        if template is not None:
+            for (pname, default), value in zip(template.tparams, values + [None] * 99):
+                value = value if value is not None else default
+                if pname and value is not None:
+                    mapping[pname] = _substitute(value, mapping)
         if params_at is not None:
             close = _match(rest, params_at, "(", ")")
             ptoks = rest[params_at + 1: close]
             params, why = parse_params(ptoks)
             ftype = "void(" + _join(ptoks) + ")"
+            if template is not None:
+                _deduce(template, params, mapping)
         else:
             head = _join(rest[:decl_at])
             ftype = head or None
             if template is None:
                 raise ValueError(f"{file}:{line}: host name {host!r} instantiates {name!r}, "
                                  "which is no kernel template of this library")
-            mapping = {}
-            values = [_join(p) for p in _split_commas(
-                rest[after + 1: _match(rest, after, "<", ">")])] if targs else []
-            for (pname, default), value in zip(template.tparams, values + [None] * 99):
-                value = value if value is not None else default
-                if pname and value is not None:
-                    mapping[pname] = value
             params, why = parse_params(template.params, mapping)
+        tvalues = None if template is None else tuple(
+            (pname, mapping.get(pname), pname in template.types)
+            for pname, _ in template.tparams if pname)
         qualified = template.qualified if template else name
         self.add(LibraryKernel(host, qualified, params, line, file, targs, ftype, why,
-                               template.body if template else None))
+                               template.body if template else None, tvalues))
         if not is_kernel and template is None:
             return end + 1
         return end + 1
+
+
+def _deduce(template: _Template, params: Sequence[KernelParam], mapping: dict[str, str]) -> None:
+    """Template arguments an instantiation leaves to deduction, from its parameter types
+    (``kernel void f(device float* x)`` of ``template <typename T> kernel void f(device T* x)``:
+    T = float); added to ``mapping``."""
+    names = [n for n, _ in template.tparams if n and n not in mapping]
+    if not names:
+        return
+    generic, _ = parse_params(template.params)
+    for g, p in zip(generic, params):
+        missing = [n for n in names if n not in mapping and re.search(rf"\b{n}\b", g.base)]
+        if not missing:
+            continue
+        pattern = re.escape(g.base)
+        for n in missing:
+            pattern = re.sub(rf"\b{n}\b", f"(?P<{n}>.+?)", pattern, count=1)
+        m = re.fullmatch(pattern, p.base)
+        if m:
+            mapping.update({n: m.group(n).strip() for n in missing})
 
 
 class _LineMap:
@@ -675,6 +722,11 @@ class _LineMap:
                 break
             file, line, base = name, n, end + 1
         return file, line + self.text.count("\n", base, offset)
+
+
+def source_line(text: str, offset: int) -> tuple[str, int]:
+    """``(file, line)`` of an offset of preprocessed text, through its ``#line`` markers."""
+    return _LineMap(text).at(offset)
 
 
 def parse_library(text: str) -> LibraryText:

@@ -66,6 +66,9 @@ class Preprocessed:
     """Every file read, by the name its ``#line`` markers use, with its original text."""
     macros: tuple[str, ...] = ()
     """Names of the macros defined at the end."""
+    system: tuple[str, ...] = ()
+    """The Metal system headers included (``metal_stdlib``, ...), which the engines provide and
+    the text leaves out; in first-include order."""
 
 
 # A token is (kind, text); the hide set of a token produced by an expansion rides beside it.
@@ -180,6 +183,7 @@ class _Preprocessor:
         self.resolve = resolve
         self.once: set[str] = set()
         self.files: dict[str, str] = {}
+        self.system: list[str] = []
         self.depth = 0
         self.line = 0
         self.reader: _Reader | None = None
@@ -528,6 +532,8 @@ class _Preprocessor:
             raise self.error(f"bad #include {rest.strip()}")
         quote, rel = m.group(1), m.group(2)
         if _SYSTEM.fullmatch(rel):
+            if rel not in self.system:
+                self.system.append(rel)
             out.append("")
             return
         if _UNAVAILABLE.fullmatch(rel):
@@ -585,4 +591,5 @@ def preprocess(
     pp = _Preprocessor(dict(defines or {}), [Path(d) for d in include_dirs], resolve)
     out: list[str] = [f'#line 1 "{filename}"']
     pp.run_file(filename, text, None, out)
-    return Preprocessed("\n".join(out) + "\n", pp.files, tuple(sorted(pp.macros)))
+    return Preprocessed("\n".join(out) + "\n", pp.files, tuple(sorted(pp.macros)),
+                        tuple(pp.system))

@@ -40,7 +40,8 @@ from cunumpy.emulation._rewrite import SharedDecl, rewrite
 from cunumpy.emulation.errors import EmulatorWarning, KernelCompileError
 from cunumpy.emulation.metal import _MATH_MODE_LINES, DIALECT
 
-__all__ = ["LibraryBuild", "constant_text", "edit_library", "launch_library", "library_source"]
+__all__ = ["LibraryBuild", "constant_text", "edit_library", "launch_library", "library_source",
+           "split_kernel"]
 
 _STANDARD_ATTRIBUTES = frozenset(
     {"maybe_unused", "likely", "unlikely", "fallthrough", "nodiscard", "noreturn", "deprecated"})
@@ -77,17 +78,65 @@ def _blank(text: str) -> str:
 
 def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
                  constants: Mapping[str, Any], *, mark_returns: bool = True,
-                 typedef: str = "cn_kernel_t") -> str:
-    """The library text as the C++ engines compile it (see the module docstring).
+                 typedef: str = "cn_kernel_t", constant_decl: str = "static const",
+                 address_space_members: bool = True) -> str:
+    """The library text as the engines compile it (see the module docstring).
 
     ``kernel``'s instantiation (if it has one) becomes ``typedef <its function type> typedef;``;
-    ``constants`` maps function constant names to values (a name not given is undefined).
+    ``constants`` maps function constant names to values (a name not given is undefined), each
+    declared as ``<constant_decl> T name = value;`` (the CUDA engine's ``static constexpr``,
+    MLX's ``static constant constexpr const``). ``address_space_members=False`` keeps member
+    functions qualified by an address space (Metal itself tells them apart); ``mark_returns``
+    marks ``return;`` in kernel bodies for the emulator's barrier accounting.
     """
+    edits = _library_edits(lib, kernel, constants, mark_returns=mark_returns, typedef=typedef,
+                           constant_decl=constant_decl,
+                           address_space_members=address_space_members)
+    return _apply(lib.text, edits)[0]
+
+
+def split_kernel(lib: LibraryText, kernel: LibraryKernel, constants: Mapping[str, Any], *,
+                 constant_decl: str, address_space_members: bool = True) -> tuple[str, str]:
+    """The library edited as :func:`edit_library` does, in two parts: the library with
+    ``kernel``'s body left empty too (every newline kept), and that body (inside its braces),
+    edited alike. No instantiation or typedef is kept: the caller puts the body in a kernel of
+    its own (the ``mlx`` engine: into MLX's generated kernel)."""
+    assert kernel.body is not None, kernel
+    edits = _library_edits(lib, kernel, constants, mark_returns=False, typedef=None,
+                           constant_decl=constant_decl,
+                           address_space_members=address_space_members)
+    text, (a, b) = _apply(lib.text, edits, (kernel.body[0] + 1, kernel.body[1] - 1))
+    body = text[a:b]
+    return text[:a] + "\n" * body.count("\n") + text[b:], body
+
+
+def _apply(text: str, edits: list[tuple[int, int, str]], track: tuple[int, ...] = ()
+           ) -> tuple[str, tuple[int, ...]]:
+    """``text`` with ``edits`` applied (an edit overlapping an earlier one is skipped), and
+    where the offsets ``track`` (outside every edit) are in the result."""
+    out, pos = [], 0
+    moved = list(track)
+    for start, stop, new in sorted(edits):
+        if start < pos:
+            continue
+        out.append(text[pos:start])
+        out.append(new)
+        for i, x in enumerate(track):
+            if stop <= x:
+                moved[i] += len(new) - (stop - start)
+        pos = stop
+    out.append(text[pos:])
+    return "".join(out), tuple(moved)
+
+
+def _library_edits(lib: LibraryText, kernel: LibraryKernel | None, constants: Mapping[str, Any],
+                   *, mark_returns: bool, typedef: str | None, constant_decl: str,
+                   address_space_members: bool) -> list[tuple[int, int, str]]:
     text = lib.text
     edits: list[tuple[int, int, str]] = []
     for start, stop in lib.instantiations:
         edits.append((start, stop, _blank(text[start:stop])))
-    if kernel is not None and kernel.function_type is not None:
+    if kernel is not None and kernel.function_type is not None and typedef is not None:
         where = next(((a, b) for a, b in lib.instantiations
                       if _instantiates(text[a:b], kernel.host_name)), None)
         if where is not None:
@@ -107,9 +156,10 @@ def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
         ctype = fc.ctype.replace("constant", "").strip()
         given = fc.name in constants
         value = constant_text(ctype, constants[fc.name]) if given else f"{ctype}()"
-        edits.append((fc.start, fc.stop, f"static const {ctype} {fc.name} = {value};"
+        edits.append((fc.start, fc.stop, f"{constant_decl} {ctype} {fc.name} = {value};"
                       + "\n" * text.count("\n", fc.start, fc.stop)))
-    edits.extend(_address_space_members(text))
+    if address_space_members:
+        edits.extend(_address_space_members(text))
     if kernel is not None:
         # Other kernels' bodies are not needed: they are left empty (fewer threadgroup
         # declarations, less to compile, no errors from code this kernel never runs).
@@ -158,15 +208,7 @@ def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
             ):
                 edits.append((t.start, t.start + len(t.text), "return ::cn::mark_return()"))
         k += 1
-    out, pos = [], 0
-    for start, stop, new in sorted(edits):
-        if start < pos:
-            continue
-        out.append(text[pos:start])
-        out.append(new)
-        pos = stop
-    out.append(text[pos:])
-    return "".join(out)
+    return edits
 
 
 _SPACE_WORDS = frozenset({"device", "constant", "threadgroup", "thread"})

@@ -1,5 +1,8 @@
 """Arguments of a MetalLibrary kernel: each value checked against the parameter it binds.
 
+Every function takes the kernel's label (:func:`label`: the engine and the kernel), which its
+messages start with, followed by the argument.
+
 A buffer parameter takes an array (NumPy, or the engine's device arrays) whose dtype matches the
 pointee's element type (``float4*`` takes float32, ``atomic_uint*`` uint32; ``char*``,
 ``uchar*`` and ``void*`` take any array as bytes) and whose size is a whole number of pointee
@@ -21,7 +24,11 @@ from cunumpy._lang.metal_dtypes import bfloat16, is_bfloat16
 from cunumpy._lang.metal_library import KernelParam
 from cunumpy._lang.msl_layout import RAW_BYTES, TypeInfo, dtype_of, fields, type_info
 
-__all__ = ["bind_value", "check_array", "param_info"]
+__all__ = ["MAX_THREADGROUP_MEMORY", "bind_value", "check_array", "label", "param_info",
+           "threadgroup_memory"]
+
+MAX_THREADGROUP_MEMORY = 32768
+"""Bytes of threadgroup memory a Metal kernel may use (``maxThreadgroupMemoryLength``)."""
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -38,8 +45,13 @@ def param_info(p: KernelParam, structs: Mapping, aliases: Mapping) -> TypeInfo |
     return type_info(p.base, structs, aliases)
 
 
+def label(kernel: str, engine: str | None = None) -> str:
+    """How messages name a library kernel: ``[metal-cuda kernel 'k']`` on an engine."""
+    return f"[{engine} kernel {kernel!r}]" if engine else f"MetalLibrary kernel {kernel!r}"
+
+
 def _where(kernel: str, p: KernelParam) -> str:
-    return f"MetalLibrary kernel {kernel!r} argument {p.name!r} ({p.declared})"
+    return f"{kernel} argument {p.name!r} ({p.declared})"
 
 
 def _raw(p: KernelParam) -> bool:
@@ -210,19 +222,24 @@ def threadgroup_memory(kernel: str, params: Sequence[KernelParam],
     for index, nbytes in given.items():
         if index not in wanted:
             raise ValueError(
-                f"MetalLibrary kernel {kernel!r} has no [[threadgroup({index})]] parameter; it "
+                f"{kernel} has no [[threadgroup({index})]] parameter; it "
                 f"has {sorted(wanted) or 'none'}")
         if not isinstance(nbytes, (int, np.integer)) or nbytes < 0 or nbytes % 16:
             raise ValueError(
-                f"MetalLibrary kernel {kernel!r} threadgroup_memory[{index}] = {nbytes!r}: Metal "
+                f"{kernel} threadgroup_memory[{index}] = {nbytes!r}: Metal "
                 "takes a non-negative multiple of 16 bytes")
         out[index] = int(nbytes)
     for index, p in wanted.items():
         if index not in out:
             if required:
                 raise ValueError(
-                    f"MetalLibrary kernel {kernel!r} parameter {p.name!r} is threadgroup memory "
+                    f"{kernel} parameter {p.name!r} is threadgroup memory "
                     f"[[threadgroup({index})]]; give its size: threadgroup_memory={{{index}: "
                     "nbytes}")
             out[index] = 0
+    total = sum(out.values())
+    if total > MAX_THREADGROUP_MEMORY:
+        raise ValueError(
+            f"{kernel} threadgroup_memory totals {total} bytes; Metal allows at most "
+            f"{MAX_THREADGROUP_MEMORY} per threadgroup")
     return out

@@ -19,9 +19,10 @@ from cunumpy._lang.preprocess import preprocess
 from cunumpy.kernels._library_args import (
     bind_value,
     check_array,
+    label,
     param_info,
-    threadgroup_memory,
 )
+from cunumpy.kernels._library_args import threadgroup_memory as threadgroup_sizes
 
 __all__ = ["MetalFunction", "MetalLibrary"]
 
@@ -128,7 +129,7 @@ class MetalFunction:
             lib = self.library
             prog = library_program(lib._text, self.kernel, self.constants, files=lib._files,
                                    original=lib.source, emulator_options=lib.emulator_options,
-                                   math_mode=math_mode)
+                                   math_mode=math_mode, system=lib._system)
             self._programs[math_mode] = prog
         return prog
 
@@ -167,7 +168,8 @@ class MetalFunction:
         eng = get_metal_engine(engine)
         values = self._bind(args, named)
         grid3, tg3 = self._geometry(grid, threadgroups, threadgroup)
-        tgmem = threadgroup_memory_sizes(self, threadgroup_memory)
+        tgmem = threadgroup_sizes(label(self.name, eng.name), self.params, threadgroup_memory,
+                                  required=True)
         buffers, writes = self._buffers(values, eng)
         self.launch_buffers(buffers, grid3, tg3, tgmem, eng)
         _finish(eng, self.name, writes, buffers)
@@ -181,6 +183,7 @@ class MetalFunction:
         sizes). The PyTorch drop-in binds tensors this way."""
         eng = engine if engine is not None and not isinstance(engine, str) \
             else get_metal_engine(engine)
+        _check_limits(eng, self.name, grid, threadgroup)
         if 0 in grid:
             return
         eng.check_available()
@@ -230,25 +233,24 @@ class MetalFunction:
 
     def _buffers(self, values: dict[int, Any], eng: Any) -> tuple[dict[int, Any], list]:
         lib = self.library._parsed
+        tag = label(self.name, eng.name)
         buffers: dict[int, Any] = {}
         writes = []
         for p in self.buffer_params:
             value = values[p.index]
             info = self._info[p.name]
-            if p.pointer:
-                buffers[p.index] = self._array(p, value, info, eng, writes)
-            else:
-                if isinstance(value, np.ndarray) and value.ndim and p.space == "device" \
-                        and not p.const:
-                    buffers[p.index] = self._array(p, value, info, eng, writes)
-                    continue
-                raw = bind_value(self.name, p, value, info, lib.structs, lib.aliases)
-                buffers[p.index] = raw
+            if p.pointer or p.writable:  # memory the kernel reads (and may write) in place
+                buffers[p.index] = self._array(tag, p, value, info, eng, writes)
+                continue
+            if eng.is_device_array(value):  # a value parameter reads the array's bytes
+                value = eng.host_view(value)
+            buffers[p.index] = bind_value(tag, p, value, info, lib.structs, lib.aliases)
         return buffers, writes
 
-    def _array(self, p: KernelParam, value: Any, info: Any, eng: Any, writes: list) -> Any:
+    def _array(self, tag: str, p: KernelParam, value: Any, info: Any, eng: Any,
+               writes: list) -> Any:
         if isinstance(value, np.ndarray):
-            check_array(self.name, p, value.dtype, value.nbytes, value.flags.c_contiguous,
+            check_array(tag, p, value.dtype, value.nbytes, value.flags.c_contiguous,
                         value.flags.writeable, info)
             if p.writable:
                 writes.append((p, value))
@@ -258,19 +260,30 @@ class MetalFunction:
                                   f"{value.dtype.name}{list(value.shape)}")
             return value
         if eng.is_device_array(value):
-            dtype, _ = eng.describe(value)
-            check_array(self.name, p, np.dtype(dtype), int(value.nbytes),
-                        bool(value.flags.c_contiguous), True, info)
+            dtype, nbytes, contiguous = eng.buffer_info(value)
+            check_array(tag, p, dtype, nbytes, contiguous, True, info)
             return value
+        what = "is written by the kernel" if p.writable and not p.pointer else "is a buffer"
         raise TypeError(
-            f"MetalLibrary kernel {self.name!r} argument {p.name!r} ({p.declared}) is a buffer; "
-            f"pass an array, not {type(value).__name__}")
+            f"{tag} argument {p.name!r} ({p.declared}) {what}; pass an array (NumPy, or the "
+            f"{eng.name} engine's device arrays), not {type(value).__name__}")
 
 
-def threadgroup_memory_sizes(fn: MetalFunction, given: Mapping[int, int] | None
-                             ) -> dict[int, int]:
-    """Sizes of the kernel's ``[[threadgroup(i)]]`` allocations for one call."""
-    return threadgroup_memory(fn.name, fn.params, given, required=True)
+def _check_limits(eng: Any, kernel: str, grid: Sequence[int], threadgroup: Sequence[int]) -> None:
+    """The geometry against the engine's launch limits (``engine.limits()``)."""
+    limits = eng.limits()
+    threads = math.prod(threadgroup)
+    if threads > limits.max_threads_per_threadgroup:
+        raise ValueError(
+            f"[{eng.name} kernel {kernel!r}] threadgroup {tuple(threadgroup)} has {threads} "
+            f"threads; the engine allows at most {limits.max_threads_per_threadgroup}")
+    groups = tuple(-(-int(g) // int(t)) for g, t in zip(grid, threadgroup))
+    for axis, (n, most) in enumerate(zip(groups, limits.max_threadgroups)):
+        if n > most:
+            raise ValueError(
+                f"[{eng.name} kernel {kernel!r}] grid {tuple(grid)} needs {n} threadgroups along "
+                f"{'xyz'[axis]}; the {eng.name} engine allows at most {most} (use larger "
+                "threadgroups, or another axis)")
 
 
 def _prepare(eng: Any, program: Program) -> Any:
@@ -279,9 +292,8 @@ def _prepare(eng: Any, program: Program) -> Any:
     if prepare is not None:
         return prepare(program)
     raise NotImplementedError(
-        f"[{eng.name} kernel {program.name!r}] MetalLibrary kernels run on the emu-metal engine "
-        f"only in this version; the {eng.name} engine does not launch whole libraries yet (run "
-        "with engine='emulator' or CUNUMPY_METAL_ENGINE=emulator)")
+        f"[{eng.name} kernel {program.name!r}] the {eng.name} engine does not launch "
+        "MetalLibrary kernels (emu-metal, metal-cuda and mlx do)")
 
 
 def _finish(eng: Any, kernel: str, writes: list, buffers: dict[int, Any]) -> None:
@@ -347,6 +359,7 @@ class MetalLibrary:
                          include_dirs=list(include_dirs))
         self._text = pre.text
         self._files = pre.files
+        self._system = pre.system
         self._parsed = parse_library(pre.text)
         self._kernels: dict[Any, MetalFunction] = {}
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from cunumpy._engines._base import Program
+from cunumpy._engines._library import LibraryLaunch
 from cunumpy._engines._metal import MetalEngineBase, MetalLaunch, MetalLimits
 from cunumpy._lang.metal_dtypes import is_bfloat16
 from cunumpy.emulation._build import RUNTIME_DIR as _RUNTIME
@@ -33,7 +34,8 @@ from cunumpy.emulation._msl_cuda import ENGINE, MAX_DIMS, CudaUnit, nvrtc_log_as
 
 __all__ = ["CudaMetalEngine"]
 
-_HEADERS = ("cn_rtc_std.h", "cn_metal_types.h", "cn_metal_flags.h", "cn_metal_cuda.h")
+_HEADERS = ("cn_rtc_std.h", "cn_metal_types.h", "cn_metal_flags.h", "cn_metal_bind.h",
+            "cn_metal_cuda.h")
 _LIMITS = MetalLimits(1024, (2**31 - 1, 65535, 65535))
 _SMALL = 8
 _VALUE_CACHE = 4096
@@ -130,29 +132,47 @@ class CudaMetalEngine(MetalEngineBase):
                 return hit
             signature = program.signature
             unit = translate(signature, small_by_value=small, threads_per_group=threads)
-            if self._digest is None:
-                self._digest = _runtime_digest()
-            code = f"// cunumpy metal runtime {self._digest}\n{unit.source}"
-            options = [f"-I{_RUNTIME}", "-std=c++17", "--device-int128"]
-            if program.setting("math_mode") == "fast":
-                options += ["--use_fast_math", "-D__FAST_MATH__=1"]
-            try:
-                module = cupy.RawModule(code=code, options=tuple(options))
-                function = module.get_function(unit.name).kernel  # compiles now
-            except cupy.cuda.compiler.CompileException as exc:
-                from cunumpy.emulation._build import diagnostics
-                from cunumpy.emulation.errors import KernelCompileError
-
-                log = nvrtc_log_as_gcc(str(exc))
-                message = "\n".join(diagnostics(
-                    f"[{ENGINE} kernel {signature.name!r}] does not compile with NVRTC:",
-                    log, unit.user_text,
-                ))
-                raise KernelCompileError(message, log=log, source=code,
-                                         command=tuple(options)) from None
+            _, function = self.nvrtc(unit.source, unit.name, program.setting("math_mode"),
+                                     f"[{ENGINE} kernel {signature.name!r}]", unit.user_text)
             hit = (function, unit)
             self._functions[key] = hit
         return hit
+
+    def nvrtc(self, source: str, name: str, math_mode: str, tag: str,
+              user_text: dict[str, str]) -> tuple[Any, Any]:
+        """Compile a translation unit with NVRTC (through ``cupy.RawModule``, which keeps the
+        binary in CuPy's disk cache); return the module and its function ``name``.
+
+        Raises :class:`~cunumpy.emulation.errors.KernelCompileError` with NVRTC's messages
+        pointing at the user's text (``body:3``, ``lib.metal:12``)."""
+        cupy = self._module()
+        if self._digest is None:
+            self._digest = _runtime_digest()
+        code = f"// cunumpy metal runtime {self._digest}\n{source}"
+        options = [f"-I{_RUNTIME}", "-std=c++17", "--device-int128"]
+        if math_mode == "fast":
+            options += ["--use_fast_math", "-D__FAST_MATH__=1"]
+        try:
+            module = cupy.RawModule(code=code, options=tuple(options))
+            function = module.get_function(name).kernel  # compiles now
+        except cupy.cuda.compiler.CompileException as exc:
+            from cunumpy.emulation._build import diagnostics
+            from cunumpy.emulation.errors import KernelCompileError
+
+            log = nvrtc_log_as_gcc(str(exc))
+            message = "\n".join(diagnostics(f"{tag} does not compile with NVRTC:", log,
+                                            user_text))
+            raise KernelCompileError(message, log=log, source=code,
+                                     command=tuple(options)) from None
+        return module, function
+
+    def prepare_library(self, program: Program) -> Callable[[LibraryLaunch], None]:
+        """The launch callable of one kernel of a whole library (:class:`~cunumpy.kernels.MetalLibrary`):
+        CuPy arrays are used in place, NumPy arrays copied to the device and back
+        (:mod:`cunumpy._engines.metal_cuda._library`)."""
+        from cunumpy._engines.metal_cuda._library import prepare_library
+
+        return prepare_library(self, program)
 
     def _launch_args(self, grid: tuple[int, int, int], threadgroup: tuple[int, int, int]) -> Any:
         key = (grid, threadgroup)

@@ -636,6 +636,9 @@ template <class T> inline uint __metal_get_simdgroup_size(T) { return 32; }
 
 using namespace metal;
 
+#define CN_BIND_INLINE __attribute__((always_inline)) inline
+#include "cn_metal_bind.h"
+
 // ---------------------------------------------------------------------------------------------
 // Thread attributes, as the generated wrapper passes them (Metal names, uint / uint3 values)
 // ---------------------------------------------------------------------------------------------
@@ -703,45 +706,19 @@ CN_ATTRIBUTE inline uint3 threads_per_threadgroup(const ThreadInfo& t) { return 
 // parameter's own C++ type (the kernel's declared types, after the rewrite to checked pointers).
 // ---------------------------------------------------------------------------------------------
 
-template <class F> struct fn_traits;
-template <class R, class... A> struct fn_traits<R (*)(A...)> {
-  static constexpr int arity = sizeof...(A);
-  template <int I> using arg = std::tuple_element_t<I, std::tuple<A...>>;
+// fn_traits, param_t, bare_t, value_size, value_kind and attr_as: cn_metal_bind.h, shared with
+// the CUDA engine; a checked pointer points at its element type.
+template <class T> struct pointee<ptr<T>> {
+  static constexpr bool is = true;
+  using type = T;
 };
-template <class F, int I> using param_t = typename fn_traits<F>::template arg<I>;
-
-template <class P> struct ptr_elem { using type = void; };
-template <class T> struct ptr_elem<ptr<T>> { using type = T; };
-
-template <class P> using bare_t = std::remove_cv_t<std::remove_reference_t<P>>;
-
-// Bytes one element (pointers) or the value (references, values) of a parameter occupies: what
-// a buffer bound to it is checked against.
-template <class P> constexpr int64_t value_size() {
-  using Q = bare_t<P>;
-  if constexpr (is_checked_ptr<Q>::value) {
-    using T = typename ptr_elem<Q>::type;
-    if constexpr (std::is_void<std::remove_cv_t<T>>::value) return 1; else return sizeof(T);
-  } else if constexpr (std::is_pointer<Q>::value) {
-    using T = std::remove_pointer_t<Q>;
-    if constexpr (std::is_void<std::remove_cv_t<T>>::value) return 1; else return sizeof(T);
-  } else {
-    return sizeof(Q);
-  }
-}
-template <class P> constexpr int64_t value_kind() {  // 1 pointer, 2 reference, 3 value
-  using Q = bare_t<P>;
-  if constexpr (is_checked_ptr<Q>::value || std::is_pointer<Q>::value) return 1;
-  else if constexpr (std::is_reference<P>::value) return 2;
-  else return 3;
-}
 
 template <class P>
 __attribute__((always_inline)) inline P bind(const LaunchDesc* d, int slot) {
   using Q = bare_t<P>;
   void* data = d->buffers[slot].data;
   if constexpr (is_checked_ptr<Q>::value) {
-    using T = typename ptr_elem<Q>::type;
+    using T = typename pointee<Q>::type;
     T* p = static_cast<T*>(data);
     return Q(p, p, d->buffers[slot].bytes / value_size<P>(), slot);
   } else if constexpr (std::is_pointer<Q>::value) {
@@ -763,46 +740,13 @@ __attribute__((always_inline)) inline P bind_threadgroup(int slot, int64_t bytes
   void* s = g.arena.slots[slot];
   if (__builtin_expect(!s, 0)) s = arena_alloc(slot, size_t(bytes), 16, size_t(value_size<P>()));
   if constexpr (is_checked_ptr<Q>::value) {
-    using T = typename ptr_elem<Q>::type;
+    using T = typename pointee<Q>::type;
     T* p = static_cast<T*>(s);
     return Q(p, p, bytes / value_size<P>(), -1 - slot);
   } else if constexpr (std::is_pointer<Q>::value) {
     return static_cast<Q>(s);
   } else {
     return *static_cast<std::remove_reference_t<P>*>(s);
-  }
-}
-
-}  // namespace msl
-
-// The type of `c ? a : b` (cunumpy.emulation._conditional): the C++ conditional's where it is
-// well-formed, else Metal's arithmetic result (half and float give float).
-template <class A, class B, class = void>
-struct cond_common {
-  using type = decltype(std::declval<std::remove_cv_t<std::remove_reference_t<A>>>() +
-                        std::declval<std::remove_cv_t<std::remove_reference_t<B>>>());
-};
-template <class A, class B>
-struct cond_common<A, B, std::void_t<decltype(true ? std::declval<A>() : std::declval<B>())>> {
-  using type = decltype(true ? std::declval<A>() : std::declval<B>());
-};
-template <class A, class B> using cond_t = typename cond_common<A, B>::type;
-
-namespace msl {
-
-// A thread attribute as the parameter declares it: uint3 values become ushort2, uint, ...
-template <class To, class From>
-__attribute__((always_inline)) inline To attr_as(const From& v) {
-  using T = bare_t<To>;
-  constexpr int n = metal::cn_detail::vtraits<T>::n;
-  if constexpr (metal::cn_detail::vtraits<From>::n == 0) {
-    if constexpr (n == 0) return T(v); else return T(v);
-  } else if constexpr (n == 0) {
-    return T(v.x);
-  } else if constexpr (n == 2) {
-    return T(v.x, v.y);
-  } else {
-    return T(v.x, v.y, v.z);
   }
 }
 

@@ -32,6 +32,7 @@
 #include "cn_metal_types.h"
 
 #include "cn_metal_flags.h"
+#include "cn_metal_bind.h"
 
 namespace metal {
 
@@ -611,6 +612,16 @@ __device__ __forceinline__ metal::uint3 threadgroups_per_grid(const thread_t& t)
 __device__ __forceinline__ metal::uint3 threads_per_grid(const thread_t& t) { return t.grid; }
 __device__ __forceinline__ unsigned threads_per_simdgroup(const thread_t&) { return 32; }
 __device__ __forceinline__ metal::uint3 threads_per_threadgroup(const thread_t& t) { return t.gsize; }
+
+// A parameter of a library kernel (MetalLibrary) bound to memory at `p`: a pointer parameter
+// points there, a reference refers to it, a value is read from it.
+template <class P>
+__device__ __forceinline__ P bind_ptr(void* p) {
+  using Q = bare_t<P>;
+  if constexpr (std::is_pointer<Q>::value) return static_cast<Q>(p);
+  else if constexpr (std::is_reference<P>::value) return *static_cast<std::remove_reference_t<P>*>(p);
+  else return *static_cast<const Q*>(p);
+}
 }  // namespace msl
 }  // namespace cn
 
@@ -669,6 +680,12 @@ using metal::clamp;
 using metal::copysign;
 using metal::atan2;
 }  // namespace cn_user
+
+// The dynamic shared memory of a launch: the [[threadgroup(i)]] allocations of a library kernel,
+// each at its offset (multiples of 16 bytes, as Metal sizes them).
+#ifndef CN_DYNAMIC_SHARED
+#define CN_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
 
 // MSL address-space and function qualifiers. `threadgroup` is rewritten by the Python side.
 #define device

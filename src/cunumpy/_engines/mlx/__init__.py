@@ -385,6 +385,13 @@ class MLXEngine(MetalEngineBase):
     def contiguous(self, device: Any) -> Any:
         return device  # MLX makes inputs row-contiguous itself when the kernel asks for it
 
+    def prepare_library(self, program: Program) -> Callable[[Any], None]:
+        """The launch callable of one kernel of a whole library (:class:`~cunumpy.kernels.MetalLibrary`):
+        the library as MLX header text and a generated body (:mod:`cunumpy._engines.mlx._library`)."""
+        from cunumpy._engines.mlx._library import prepare_library
+
+        return prepare_library(self, program)
+
     def _prepare(self, program: Program) -> Callable[[MetalLaunch], list[Any]]:
         signature = program.signature
         inputs, outputs = program.setting("inputs"), program.setting("outputs")
