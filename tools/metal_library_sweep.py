@@ -30,6 +30,7 @@ import json
 import random
 import sys
 import time
+import warnings
 from pathlib import Path
 
 FOLDERS = {
@@ -99,13 +100,13 @@ def sweep_file(project: str, root: Path, path: Path, sample: int | None, rng: ra
                engines: bool = False) -> dict:
     import numpy as np  # noqa: F401
 
-    from cunumpy.emulation.errors import KernelCompileError
+    from cunumpy.emulation.errors import EmulatorWarning, KernelCompileError
     from cunumpy.emulation.metal_library import value_sizes
     from cunumpy.kernels import MetalLibrary
 
     record: dict = {"file": str(path.relative_to(root)), "kernels": 0, "compiled": 0,
-                    "failed": {}, "error": None, "cuda_host": 0, "cuda_failed": {},
-                    "mlx_text": 0, "mlx_failed": {}}
+                    "failed": {}, "unchecked": {}, "error": None, "cuda_host": 0,
+                    "cuda_failed": {}, "mlx_text": 0, "mlx_failed": {}}
     t0 = time.perf_counter()
     try:
         lib = MetalLibrary(path.read_text(), filename=path.name,
@@ -123,10 +124,15 @@ def sweep_file(project: str, root: Path, path: Path, sample: int | None, rng: ra
             record["failed"][name] = "unsupported: " + fn.kernel.unsupported
             continue
         try:
-            value_sizes(lib._parsed, fn.kernel, {}, lib._files)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", EmulatorWarning)
+                value_sizes(lib._parsed, fn.kernel, {}, lib._files)
             record["compiled"] += 1
+            for w in caught:
+                if issubclass(w.category, EmulatorWarning) and "bounds checks" in str(w.message):
+                    record["unchecked"][name] = str(w.message).split("(", 1)[-1][:300]
         except KernelCompileError as exc:
-            first = next((ln for ln in exc.log.splitlines() if "error" in ln), str(exc))
+            first = next((ln for ln in exc.log.splitlines() if "error:" in ln), str(exc))
             record["failed"][name] = "compile: " + first.strip()[:300]
         except Exception as exc:
             record["failed"][name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
@@ -147,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", action="store_true",
                     help="also translate for metal-cuda (host compile) and mlx (text)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--files", default="", help="only files whose path contains this text")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     results: dict = {}
@@ -158,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         if folder is None:
             print(f"{project}: no kernel folder under {root}", file=sys.stderr)
             continue
-        files = sorted(folder.rglob("*.metal"))
+        files = [f for f in sorted(folder.rglob("*.metal")) if args.files in str(f)]
         rows = []
         for path in files:
             rec = sweep_file(project, root, path, None if args.all else args.sample, rng,
@@ -169,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{project}: {rec['file']}: {status}", flush=True)
             for name, why in rec["failed"].items():
                 print(f"    {name}: {why}", flush=True)
+            for name, why in rec["unchecked"].items():
+                print(f"    {name}: compiled with unchecked buffers ({why})", flush=True)
             for name, why in rec["cuda_failed"].items():
                 print(f"    metal-cuda {name}: {why}", flush=True)
             for name, why in rec["mlx_failed"].items():
@@ -176,11 +185,13 @@ def main(argv: list[str] | None = None) -> int:
         listed = sum(r["kernels"] for r in rows)
         tried = sum(r.get("tried", 0) for r in rows)
         compiled = sum(r.get("compiled", 0) for r in rows)
+        unchecked = sum(len(r.get("unchecked", {})) for r in rows)
         results[project] = {"files": len(rows), "files_listed": sum(not r["error"] for r in rows),
                             "kernels_listed": listed, "tried": tried, "compiled": compiled,
-                            "rows": rows}
+                            "unchecked": unchecked, "rows": rows}
         print(f"== {project}: {results[project]['files_listed']}/{len(rows)} files list "
-              f"{listed} kernels; {compiled}/{tried} sampled kernels compile", flush=True)
+              f"{listed} kernels; {compiled}/{tried} sampled kernels compile ({unchecked} of "
+              "them with unchecked buffers)", flush=True)
         if args.engines:
             cuda = sum(r["cuda_host"] for r in rows)
             mlx = sum(r["mlx_text"] for r in rows)

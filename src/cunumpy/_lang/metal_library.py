@@ -24,6 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from cunumpy._lang.int_expr import c_int, int_expression
 from cunumpy._lang.tokens import Token, tokenize
 
 __all__ = [
@@ -109,6 +110,14 @@ class LibraryKernel:
     """Each template parameter of an instantiated kernel template: its name, its value as text
     (written, defaulted or deduced from the parameter types; None where none of these gives
     it) and whether it is a type parameter; None for a plain kernel."""
+    max_threads: str | None = None
+    """The expression of ``[[max_total_threads_per_threadgroup(N)]]`` (template parameters
+    replaced by the instantiation's arguments); None where the kernel has none."""
+
+    @property
+    def max_threads_value(self) -> int | None:
+        """:attr:`max_threads` as a number, where it is an integer constant expression."""
+        return None if self.max_threads is None else int_expression(self.max_threads)
 
 
 @dataclass(frozen=True)
@@ -139,14 +148,6 @@ class LibraryText:
     """Offsets of the bodies of kernel functions and kernel templates (``{`` to ``}``)."""
     body_names: tuple[str, ...] = field(default=())
     """The function name of each of :attr:`bodies`."""
-
-
-def c_int(text: str) -> int:
-    """A C integer literal's value (``010`` is octal, suffixes and ``'`` separators allowed)."""
-    digits = text.replace("'", "").rstrip("uUlL")
-    if len(digits) > 1 and digits[0] == "0" and digits[1] not in "xXbB":
-        return int(digits, 8)
-    return int(digits, 0)
 
 
 def _sig(text: str) -> list[Token]:
@@ -192,6 +193,16 @@ def _attributes(sig: Sequence[Token], i: int) -> tuple[list[list[Token]], int]:
         groups.append(list(sig[i + 2: j - 1]))
         i = j + 1
     return groups, i
+
+
+def _max_threads(groups: Sequence[Sequence[Token]]) -> str | None:
+    """The ``max_total_threads_per_threadgroup(N)`` expression of attribute groups."""
+    for g in groups:
+        for item in _split_commas(g):
+            if len(item) >= 3 and item[0].text == "max_total_threads_per_threadgroup" \
+                    and item[1].text == "(":
+                return _join(item[2:_match(item, 1, "(", ")")])
+    return None
 
 
 def _strings(tokens: Sequence[Token]) -> str:
@@ -334,6 +345,14 @@ def parse_params(tokens: Sequence[Token], mapping: dict[str, str] | None = None
     return tuple(params), unsupported
 
 
+def _merge_param(stated: KernelParam, defined: KernelParam) -> KernelParam:
+    """A parameter of an instantiation with a full parameter list: its type as the
+    instantiation states it, its name, kind, index and attribute as the definition has them."""
+    return KernelParam(defined.name, stated.position, defined.kind, defined.index, stated.space,
+                       stated.const, stated.pointer, stated.reference, stated.base,
+                       stated.declared, defined.attribute, stated.atomic)
+
+
 @dataclass
 class _Template:
     name: str
@@ -344,6 +363,7 @@ class _Template:
     file: str
     body: tuple[int, int]
     types: frozenset[str] = frozenset()
+    max_threads: str | None = None
 
 
 class _Parser:
@@ -536,15 +556,25 @@ class _Parser:
         j = i
         paren = None
         attrs_kernel = False
+        max_threads = None
         while j < len(sig) and sig[j].text not in (";", "{"):
             t = sig[j].text
             if t == "[" and j + 1 < len(sig) and sig[j + 1].text == "[":
                 groups, nj = _attributes(sig, j)
+                max_threads = _max_threads(groups) or max_threads
                 for g in groups:
                     if g and g[0].text == "kernel":
                         attrs_kernel = True
                     if g and g[0].text == "function_constant" and len(g) >= 3:
-                        self._constant(start, j, c_int(g[2].text))
+                        # the index may be an expression (ggml: FC_UNARY + 1, after macros)
+                        inner = g[2:_match(g, 1, "(", ")")]
+                        index = int_expression(" ".join(x.text for x in inner))
+                        if index is None:
+                            file, line = self.where(j)
+                            raise ValueError(
+                                f"{file}:{line}: function constant index "
+                                f"{_join(inner)!r} is no integer constant expression")
+                        self._constant(start, j, index)
                 j = nj
                 continue
             if t == "=":
@@ -577,11 +607,11 @@ class _Parser:
                 if tparams is None:
                     ps, why = parse_params(params)
                     self.add(LibraryKernel(name_tok.text, qualified, ps, line, file,
-                                           unsupported=why, body=span))
+                                           unsupported=why, body=span, max_threads=max_threads))
                 else:
                     self.templates.setdefault(name_tok.text, []).append(
                         _Template(name_tok.text, qualified, tparams, list(params), line, file,
-                                  span, self._types))
+                                  span, self._types, max_threads))
         return close + 1
 
     def _constant(self, start: int, attr_at: int, index: int) -> None:
@@ -601,10 +631,12 @@ class _Parser:
         j = i + 1
         host = None
         is_kernel = False
+        max_threads = None
         rest: list[Token] = []
         while j < end:
             if sig[j].text == "[" and j + 1 < end and sig[j + 1].text == "[":
                 groups, j = _attributes(sig, j)
+                max_threads = _max_threads(groups) or max_threads
                 for g in groups:
                     if g and g[0].text == "host_name":
                         host = _strings(g)
@@ -667,6 +699,13 @@ class _Parser:
             ftype = "void(" + _join(ptoks) + ")"
             if template is not None:
                 _deduce(template, params, mapping)
+                # The kernel is the template's definition: its parameters' attributes and
+                # buffer indices count (an instantiation may restate them differently).
+                defined, _ = parse_params(template.params, mapping)
+                if len(defined) == len(params):
+                    params = tuple(_merge_param(i, d) for i, d in zip(params, defined))
+                if targs:
+                    ftype = None  # `f<args>` names the function; the list may omit names
         else:
             head = _join(rest[:decl_at])
             ftype = head or None
@@ -678,8 +717,13 @@ class _Parser:
             (pname, mapping.get(pname), pname in template.types)
             for pname, _ in template.tparams if pname)
         qualified = template.qualified if template else name
+        if max_threads is None and template is not None and template.max_threads is not None:
+            for pname, default in template.tparams:
+                if pname and pname not in mapping and default is not None:
+                    mapping[pname] = default
+            max_threads = _substitute(template.max_threads, mapping)
         self.add(LibraryKernel(host, qualified, params, line, file, targs, ftype, why,
-                               template.body if template else None, tvalues))
+                               template.body if template else None, tvalues, max_threads))
         if not is_kernel and template is None:
             return end + 1
         return end + 1

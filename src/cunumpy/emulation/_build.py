@@ -109,7 +109,45 @@ def runtime_headers() -> tuple[tuple[str, str], ...]:
 
 def compile_flags(compiler: Compiler | None = None) -> tuple[str, ...]:
     """Flags every kernel library is compiled with (without ``-shared``/output)."""
-    return _BASE_FLAGS
+    return _BASE_FLAGS + half_flags(compiler or find_compiler())
+
+
+_HALF_PROBE = """#if !defined(__FLT16_MANT_DIG__)
+#error no _Float16
+#endif
+constexpr _Float16 a = 1.0009765625f, c = -1.001953125f;
+static_assert(a * a + c == 0, "_Float16 arithmetic keeps excess precision");
+"""
+
+
+@functools.cache
+def half_flags(compiler: Compiler) -> tuple[str, ...]:
+    """How Metal's ``half`` is compiled (``cn_metal_types.h``): the compiler's ``_Float16`` with
+    every operation rounded to 16 bits, as on the GPU (GCC: ``-fexcess-precision=16``, Clang:
+    ``-ffloat16-excess-precision=none``), where the compiler has one; else ``-DCN_HALF_CLASS``
+    (a 16-bit class that computes in float and rounds back). Probed once per compiler with a
+    syntax-only compile whose ``static_assert`` fails where ``_Float16`` keeps float precision
+    between operations."""
+    import tempfile
+
+    candidates: list[tuple[str, ...]] = (
+        [("-ffloat16-excess-precision=none",), ("-fexcess-precision=16",)]
+        if compiler.family in ("clang", "zig") else
+        [("-fexcess-precision=16",), ("-ffloat16-excess-precision=none",)]
+    )
+    with tempfile.TemporaryDirectory(prefix="cunumpy-half-") as tmp:
+        probe = Path(tmp) / "half.cpp"
+        probe.write_text(_HALF_PROBE)
+        for flags in (*candidates, ()):
+            try:
+                done = subprocess.run([*compiler.command, "-std=c++17", "-fsyntax-only", *flags,
+                                       str(probe)], capture_output=True, text=True, timeout=60,
+                                      check=False)
+            except (OSError, subprocess.TimeoutExpired):
+                break
+            if done.returncode == 0:
+                return flags
+    return ("-DCN_HALF_CLASS",)
 
 
 def _base_inputs(compiler: Compiler, flags: tuple[str, ...]) -> dict[str, object]:

@@ -30,6 +30,8 @@ def _branch_ends(sig: Sequence[Token], q: int) -> tuple[int, int] | None:
     k = q + 1
     while k < len(sig):
         t = sig[k].text
+        if t == "?":
+            return None  # contains another conditional (in parentheses or not): left alone
         if t in _OPEN:
             depth += 1
         elif t in _CLOSE:
@@ -37,8 +39,8 @@ def _branch_ends(sig: Sequence[Token], q: int) -> tuple[int, int] | None:
                 return None if colon is None else (colon, k)
             depth -= 1
         elif depth == 0:
-            if t == "?" or t == "{":
-                return None  # nested: left alone
+            if t == "{":
+                return None
             if t == ":":
                 if colon is not None:
                     return colon, k

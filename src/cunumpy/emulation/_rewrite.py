@@ -205,6 +205,14 @@ def _pointer_type(sig: list[Token], i: int) -> tuple[int, int, str] | None:
         type_tokens = [t for t in type_tokens if t.text != "const"]
     if not type_tokens or any(t.text in _SPACES for t in type_tokens):
         return None
+    if [t.text for t in type_tokens] == ["void"]:
+        return None  # a void pointer is never subscripted: it stays a plain pointer
+    if any(t.text == "decltype" for t in type_tokens):
+        return None
+    if [t.text for t in type_tokens] == ["auto"]:
+        # `const constant auto* p = x;`: `auto` deduces a checked pointer from a checked one
+        # (C++ cannot deduce `auto*` through a class) and a raw pointer from a raw one
+        return start, j, "auto"
     return start, j, f"cn::ptr<{'const ' if const else ''}{_join(type_tokens)}>"
 
 
@@ -222,10 +230,52 @@ def _checked_parameter(sig: list[Token], i: int) -> tuple[int, int, str] | None:
         return None
     if start >= 2 and sig[start - 1].text == "(" and sig[start - 2].text == "for":
         return None  # a for-init statement, not a parameter
+    if star + 1 < len(sig) and sig[star + 1].text in (",", ")") and _in_declarator(sig, start):
+        return start, star, ctype  # unnamed: `void (*f)(device const T*, short)`, prototypes
+    if star + 2 < len(sig) and sig[star + 1].text == "&" and sig[star + 2].kind == "ident" \
+            and star + 3 < len(sig) and sig[star + 3].text in (",", ")"):
+        return start, star, ctype  # a reference to a pointer: `const device T*& x`
     name = declared_name(sig, star)
     if name is None or name + 1 >= len(sig) or sig[name + 1].text not in (",", ")", "="):
         return None
     return start, star, ctype
+
+
+_NOT_DECLARATOR = frozenset({"sizeof", "alignof", "decltype", "return", "if", "while", "for",
+                             "switch", "typeof", "case", "else", "do", "throw"})
+_AFTER_PARAMETERS = frozenset({";", "{", ")", ",", "const", "=", "->", "noexcept", "[", ":",
+                               ">", "thread", "device", "threadgroup", "constant", "override"})
+
+
+def _in_declarator(sig: list[Token], start: int) -> bool:
+    """Whether the parenthesis group around ``sig[start]`` is a parameter list (of a function
+    or a function pointer), not a cast or ``sizeof(...)``: a name or ``)`` before it, and after
+    it what follows a declarator."""
+    depth = 0
+    k = start - 1
+    while k >= 0:
+        if sig[k].text in (")", "]"):
+            depth += 1
+        elif sig[k].text in ("(", "["):
+            if depth == 0:
+                break
+            depth -= 1
+        k -= 1
+    if k <= 0 or sig[k].text != "(":
+        return False
+    before = sig[k - 1]
+    if not ((before.kind == "ident" and before.text not in _NOT_DECLARATOR)
+            or before.text in (")", ">")):
+        return False
+    depth = 0
+    for j in range(k, len(sig)):
+        if sig[j].text == "(":
+            depth += 1
+        elif sig[j].text == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1 < len(sig) and sig[j + 1].text in _AFTER_PARAMETERS
+    return False
 
 
 def _local_pointer(

@@ -23,7 +23,9 @@ SIMD lanes, races (``EmulatorOptions(races=True)``), the 32 KiB of threadgroup m
 
 from __future__ import annotations
 
+import bisect
 import ctypes
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -35,7 +37,9 @@ from cunumpy import config
 from cunumpy._lang.metal_library import LibraryKernel, LibraryText
 from cunumpy._lang.tokens import tokenize
 from cunumpy.emulation import _build, _launch
+from cunumpy.emulation._address_spaces import address_space_edits
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
+from cunumpy.emulation._range_init import range_init_edits
 from cunumpy.emulation._rewrite import SharedDecl, rewrite
 from cunumpy.emulation.errors import EmulatorWarning, KernelCompileError
 from cunumpy.emulation.metal import _MATH_MODE_LINES, DIALECT
@@ -43,6 +47,7 @@ from cunumpy.emulation.metal import _MATH_MODE_LINES, DIALECT
 __all__ = ["LibraryBuild", "constant_text", "edit_library", "launch_library", "library_source",
            "split_kernel"]
 
+_JOINED = re.compile(r'"\s*"')
 _STANDARD_ATTRIBUTES = frozenset(
     {"maybe_unused", "likely", "unlikely", "fallthrough", "nodiscard", "noreturn", "deprecated"})
 
@@ -85,8 +90,9 @@ def edit_library(lib: LibraryText, kernel: LibraryKernel | None,
     ``kernel``'s instantiation (if it has one) becomes ``typedef <its function type> typedef;``;
     ``constants`` maps function constant names to values (a name not given is undefined), each
     declared as ``<constant_decl> T name = value;`` (the CUDA engine's ``static constexpr``,
-    MLX's ``static constant constexpr const``). ``address_space_members=False`` keeps member
-    functions qualified by an address space (Metal itself tells them apart); ``mark_returns``
+    MLX's ``static constant constexpr const``). ``address_space_members=False`` keeps
+    declarations that differ only in address spaces (Metal itself tells them apart; see
+    :mod:`cunumpy.emulation._address_spaces`); ``mark_returns``
     marks ``return;`` in kernel bodies for the emulator's barrier accounting.
     """
     edits = _library_edits(lib, kernel, constants, mark_returns=mark_returns, typedef=typedef,
@@ -116,7 +122,8 @@ def _apply(text: str, edits: list[tuple[int, int, str]], track: tuple[int, ...] 
     where the offsets ``track`` (outside every edit) are in the result."""
     out, pos = [], 0
     moved = list(track)
-    for start, stop, new in sorted(edits):
+    # at one offset the widest edit wins (a removed declaration covers the edits inside it)
+    for start, stop, new in sorted(edits, key=lambda e: (e[0], -e[1])):
         if start < pos:
             continue
         out.append(text[pos:start])
@@ -153,13 +160,16 @@ def _library_edits(lib: LibraryText, kernel: LibraryKernel | None, constants: Ma
                               + "\n" * text.count("\n", a, b)))
     for fc in lib.constants:
         # `constant T name [[function_constant(i)]];` -> a constant of the variant's value
-        ctype = fc.ctype.replace("constant", "").strip()
+        # `constant T x [[function_constant(i)]]`, also spelled `static constant constexpr
+        # const T` (MLX's STEEL_CONST): the type without its storage words
+        ctype = " ".join(w for w in fc.ctype.split()
+                         if w not in ("constant", "static", "constexpr", "const"))
         given = fc.name in constants
         value = constant_text(ctype, constants[fc.name]) if given else f"{ctype}()"
         edits.append((fc.start, fc.stop, f"{constant_decl} {ctype} {fc.name} = {value};"
                       + "\n" * text.count("\n", fc.start, fc.stop)))
     if address_space_members:
-        edits.extend(_address_space_members(text))
+        edits.extend(address_space_edits(text))
     if kernel is not None:
         # Other kernels' bodies are not needed: they are left empty (fewer threadgroup
         # declarations, less to compile, no errors from code this kernel never runs).
@@ -167,14 +177,26 @@ def _library_edits(lib: LibraryText, kernel: LibraryKernel | None, constants: Ma
         for (a, b), name in zip(lib.bodies, lib.body_names):
             if name != keep:
                 edits.append((a + 1, b - 1, "\n" * text.count("\n", a + 1, b - 1)))
-    covered = sorted(edits)
     tokens = tokenize(text)
     sig = [t for t in tokens if t.kind not in ("ws", "comment", "pp")]
+    blocks, inner = _scope_kinds(sig)
+    if "..." in text:
+        edits.extend(range_init_edits(sig, text, blocks))
+    if "template" in text:
+        edits.extend(_member_specializations(sig, inner))
+    covered: list[list[int]] = []  # the edited ranges, merged, for a bisection per token
+    for a, b, _ in sorted(edits):
+        if covered and a <= covered[-1][1]:
+            covered[-1][1] = max(covered[-1][1], b)
+        elif a < b:
+            covered.append([a, b])
+    starts = [a for a, _ in covered]
     bodies = lib.bodies if mark_returns else ()
     k = 0
 
     def inside_edit(pos: int) -> bool:
-        return any(a <= pos < b for a, b, _ in covered)
+        i = bisect.bisect_right(starts, pos) - 1
+        return i >= 0 and pos < covered[i][1]
 
     while k < len(sig):
         t = sig[k]
@@ -211,52 +233,40 @@ def _library_edits(lib: LibraryText, kernel: LibraryKernel | None, constants: Ma
     return edits
 
 
-_SPACE_WORDS = frozenset({"device", "constant", "threadgroup", "thread"})
-_AFTER_QUALIFIER = frozenset({"{", ":", ";", "const", "=", "->", "noexcept", "&"})
+def _scope_kinds(sig: list) -> tuple[list[bool], list[str]]:
+    """Per significant token: whether it is inside a function body (or a block within one),
+    and the kind of the innermost brace around it (``namespace`` at file scope)."""
+    from cunumpy._lang.scopes import brace_kind
+
+    blocks: list[bool] = []
+    inner: list[str] = []
+    braces: list[str] = []
+    for i, t in enumerate(sig):
+        if t.text == "{":
+            braces.append(brace_kind(sig, i))
+        elif t.text == "}" and braces:
+            braces.pop()
+        blocks.append(any(b == "block" for b in braces))
+        inner.append(braces[-1] if braces else "namespace")
+    return blocks, inner
 
 
-def _address_space_members(text: str) -> list[tuple[int, int, str]]:
-    """Member functions qualified by an address space (``complex_t() threadgroup``): address
-    spaces are no types in C++, so all but the ``thread`` one (whose word is dropped) would be
-    redefinitions: they are removed, newlines kept."""
-    sig = [t for t in tokenize(text) if t.kind not in ("ws", "comment", "pp")]
+def _member_specializations(sig: list, inner: list[str]) -> list[tuple[int, int, str]]:
+    """``template <>`` before a member function inside a class body (an explicit
+    specialisation in class scope, which Clang accepts and C++17 GCC does not) is removed: the
+    function becomes a non-template overload, which calls with those argument types choose."""
     edits = []
-    for k in range(1, len(sig) - 1):
-        after_paren = sig[k - 1].text == ")" or (
-            sig[k - 1].text == "const" and k > 1 and sig[k - 2].text == ")")
-        if sig[k].text not in _SPACE_WORDS or not after_paren \
-                or sig[k + 1].text not in _AFTER_QUALIFIER:
+    for k in range(len(sig) - 3):
+        if not (sig[k].text == "template" and sig[k + 1].text == "<" and sig[k + 2].text == ">"
+                and inner[k] == "class"):
             continue
-        if sig[k].text == "thread":
-            edits.append((sig[k].start, sig[k].start + len(sig[k].text), " "))
-            continue
-        depth, j = 0, k - 1
-        while j >= 0:  # back to the declaration's start
-            t = sig[j].text
-            if t in (")", "]"):
-                depth += 1
-            elif t in ("(", "["):
-                depth -= 1
-            elif (depth == 0 and t in (";", "{", "}")) or (depth == 0 and t == ":" and j > 0
-                                                         and sig[j - 1].text in (
-                                                             "public", "private", "protected")):
+        j = k + 3
+        while j < len(sig) and sig[j].text not in ("(", "{", ";"):
+            if sig[j].text in ("struct", "class", "union"):
                 break
-            j -= 1
-        start = sig[j + 1].start
-        m = k + 1
-        while m < len(sig) and sig[m].text not in ("{", ";"):
-            m += 1
-        if m < len(sig) and sig[m].text == "{":
-            d = 0
-            while m < len(sig):
-                d += {"{": 1, "}": -1}.get(sig[m].text, 0)
-                if d == 0:
-                    break
-                m += 1
-        if m >= len(sig):
-            continue
-        stop = sig[m].start + 1
-        edits.append((start, stop, _blank(text[start:stop])))
+            j += 1
+        if j < len(sig) and sig[j].text == "(":
+            edits.append((sig[k].start, sig[k + 2].start + 1, " "))
     return edits
 
 
@@ -286,6 +296,8 @@ def _parameter_list(text: str, a: int, b: int) -> int:
 
 
 def _instantiates(statement: str, host: str) -> bool:
+    if host not in statement and not _JOINED.search(statement):
+        return False  # neither the name nor adjacent string literals ("a" "b") that may form it
     found = "".join(
         t.text[t.text.index('"') + 1:-1] for t in tokenize(statement) if t.kind == "string"
     )
@@ -402,8 +414,11 @@ def _variant(lib: LibraryText, kernel: LibraryKernel, constants: Mapping[str, An
     try:
         built = build(gen)
     except KernelCompileError as exc:
-        if not (checks and ("cn::ptr" in exc.log or "cn::tarr" in exc.log)):
+        if not checks:
             raise
+        # A library may not compile with checked pointers (a helper template deducing from
+        # `const device T*`, a function pointer template argument whose parameters are raw
+        # pointers, a trait specialised on `device T*`): it is compiled with raw ones.
         what = "buffer arguments"
         gen = library_source(lib, kernel, constants, files, checks=True, checked_buffers=False,
                              math_mode=math_mode)
@@ -417,7 +432,7 @@ def _variant(lib: LibraryText, kernel: LibraryKernel, constants: Mapping[str, An
                                  checked_buffers=False, checked_arrays=False,
                                  math_mode=math_mode)
             built = build(gen)
-        first = next((ln for ln in exc.log.splitlines() if "error" in ln), "")
+        first = next((ln for ln in exc.log.splitlines() if "error:" in ln), "")
         warnings.warn(
             f"{DIALECT.prefix(name)} bounds checks of {what} are off: with checked pointers the "
             f"kernel does not compile ({first.strip()}). Barriers and SIMD lanes are still "

@@ -76,8 +76,9 @@ class MetalFunction:
         Instead of ``grid``: threadgroups per dimension (``dispatchThreadgroups``); needs
         ``threadgroup``.
     threadgroup : int or tuple of 1-3 ints, optional
-        Threads per threadgroup. Default as PyTorch chooses it: ``min(grid, 1024)`` for a 1-D
-        grid, ``(1024, 1, 1)`` otherwise (clamped to the grid).
+        Threads per threadgroup. Default as PyTorch chooses it: ``min(grid, max)`` for a 1-D
+        grid, ``(max, 1, 1)`` otherwise (clamped to the grid), where ``max`` is
+        :attr:`max_threads_per_threadgroup`.
     threadgroup_memory : dict, optional
         ``{i: nbytes}`` for each ``[[threadgroup(i)]]`` parameter (multiples of 16).
     engine : str, optional
@@ -102,8 +103,20 @@ class MetalFunction:
     # -- what Metal reports of a pipeline --------------------------------------------------
     @property
     def max_threads_per_threadgroup(self) -> int:
-        """``maxTotalThreadsPerThreadgroup`` (1024, what Apple GPUs report for most kernels)."""
-        return MAX_THREADS_PER_THREADGROUP
+        """``maxTotalThreadsPerThreadgroup``: the kernel's
+        ``[[max_total_threads_per_threadgroup(N)]]`` where it has one (at most 1024), else 1024
+        (what Apple GPUs report for most kernels). Launches with larger threadgroups are
+        refused, as Metal refuses them."""
+        declared = self.kernel.max_threads
+        if declared is None:
+            return MAX_THREADS_PER_THREADGROUP
+        value = self.kernel.max_threads_value
+        if value is None or value < 1:
+            raise ValueError(
+                f"MetalLibrary kernel {self.name!r}: [[max_total_threads_per_threadgroup"
+                f"({declared})]] is no positive integer constant here; write a number or an "
+                "expression of the kernel's template parameters")
+        return min(value, MAX_THREADS_PER_THREADGROUP)
 
     @property
     def thread_execution_width(self) -> int:
@@ -211,12 +224,16 @@ class MetalFunction:
                 f"MetalLibrary kernel {self.name!r}: threadgroups= (dispatchThreadgroups) needs "
                 "threadgroup= too, the threads of each group")
         else:
-            tg = default_threadgroup(_dims(grid, "grid", self.name))
+            tg = default_threadgroup(_dims(grid, "grid", self.name),
+                                     self.max_threads_per_threadgroup)
         tg3 = tuple(tg) + (1,) * (3 - len(tg))
-        if math.prod(tg3) > MAX_THREADS_PER_THREADGROUP:
+        most = self.max_threads_per_threadgroup
+        if math.prod(tg3) > most:
+            why = (f"its [[max_total_threads_per_threadgroup({self.kernel.max_threads})]]"
+                   if self.kernel.max_threads is not None else "Apple GPUs")
             raise ValueError(
                 f"MetalLibrary kernel {self.name!r} threadgroup {tg3} has {math.prod(tg3)} "
-                f"threads; the kernel allows at most {MAX_THREADS_PER_THREADGROUP}")
+                f"threads; the kernel allows at most {most} ({why})")
         if grid is not None:
             g = _dims(grid, "grid", self.name)
             g3 = g + (1,) * (3 - len(g))

@@ -48,7 +48,10 @@ INSTALL_HINT = (
 _CASTS = {"fp16": np.float16, "bf16": "bfloat16", "int32": np.int32, "int16": np.int16,
           "int8": np.int8, "uint8": np.uint8}
 _ERROR_MESSAGES = 30
-_ERROR_BYTES = 4 + _ERROR_MESSAGES * (128 + 128 + 250 + 4)
+_MESSAGE_BYTES = 512
+"""``sizeof(c10::metal::ErrorMessage)``: file[128], func[128], message[250], two bytes of padding,
+then ``unsigned line`` at offset 508."""
+_ERROR_BYTES = 4 + _ERROR_MESSAGES * _MESSAGE_BYTES
 
 
 def _torch() -> Any:
@@ -200,12 +203,12 @@ def _raise_reported(errors: np.ndarray) -> None:
     count = int(errors[:4].view(np.uint32)[0])
     if not count:
         return
-    first = errors[4: 4 + 510]
+    first = errors[4: 4 + _MESSAGE_BYTES]
 
     def text(a: np.ndarray) -> str:
         return bytes(a).split(b"\0", 1)[0].decode(errors="replace")
 
-    line = int(first[506:510].view(np.uint32)[0])
+    line = int(first[508:512].view(np.uint32)[0])
     raise RuntimeError(f"{text(first[:128])}:{line}: {text(first[128:256])}: "
                        f"{text(first[256:506])}")
 

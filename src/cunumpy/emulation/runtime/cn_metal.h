@@ -102,9 +102,19 @@ inline T combine(const T& a, const T& b) {
   else if constexpr (OP == PRODUCT || OP == PRE_INC_PRODUCT || OP == PRE_EXC_PRODUCT) return a * b;
   else if constexpr (OP == MIN) return lane_min(a, b);
   else if constexpr (OP == MAX) return lane_max(a, b);
-  else if constexpr (OP == AND) return a & b;
-  else if constexpr (OP == OR) return a | b;
-  else return a ^ b;
+  else if constexpr (std::is_integral<T>::value || metal::cn_detail::vn<T> > 0) {
+    if constexpr (OP == AND) return a & b;
+    else if constexpr (OP == OR) return a | b;
+    else return a ^ b;
+  } else {
+    // and/or/xor of a floating-point value (MLX's bf16_math.h declares them for bfloat through
+    // float): on the bits
+    using U = std::conditional_t<sizeof(T) == 8, uint64_t, std::conditional_t<sizeof(T) == 4,
+                                 uint32_t, uint16_t>>;
+    const U x = metal::cn_detail::bit_cast<U>(a), y = metal::cn_detail::bit_cast<U>(b);
+    return metal::cn_detail::bit_cast<T>(
+        static_cast<U>(OP == AND ? (x & y) : OP == OR ? (x | y) : (x ^ y)));
+  }
 }
 
 // Computes every lane's result for one exchange. W: lanes per subgroup (0 = the SIMD width; 4
@@ -519,7 +529,7 @@ typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 
-template <class T, int Cols, int Rows>
+template <class T, int Cols, int Rows = Cols>
 inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value) {
   simdgroup_matrix<T, Cols, Rows> m;
   for (int r = 0; r < Rows; ++r)
@@ -581,6 +591,26 @@ inline void simdgroup_multiply(simdgroup_matrix<T, Cols, Rows>& d,
                                const simdgroup_matrix<TB, Cols, K>& b) {
   simdgroup_multiply_accumulate(d, a, b, make_filled_simdgroup_matrix<T, Cols, Rows>(T(0)));
 }
+// a * b: the matrix product of two SIMD-group matrices (MLX's Winograd convolution writes it).
+template <class T, int K, int Cols, int Rows>
+inline simdgroup_matrix<T, Cols, Rows> operator*(const simdgroup_matrix<T, K, Rows>& a,
+                                                 const simdgroup_matrix<T, Cols, K>& b) {
+  simdgroup_matrix<T, Cols, Rows> d;
+  simdgroup_multiply(d, a, b);
+  return d;
+}
+
+// metal::uniform<T> (<metal_uniform>): a value the same in every thread; it converts to and
+// from T, so arithmetic on it is T's (the GPU's scalarisation hint has no CPU counterpart).
+template <class T>
+struct uniform {
+  T value;
+  uniform() = default;
+  constexpr uniform(T v) : value(v) {}
+  constexpr operator T() const { return value; }
+};
+template <class T>
+constexpr uniform<T> make_uniform(T v) { return uniform<T>(v); }
 
 // metal::array (<metal_array>): a fixed-size aggregate like std::array.
 template <class T, size_t N>
@@ -617,7 +647,8 @@ CN_I1(cos) CN_I1(cosh) CN_I1(cospi) CN_I1(exp) CN_I1(exp10) CN_I1(exp2) CN_I1(fl
 CN_I1(log) CN_I1(log10) CN_I1(log2) CN_I1(rint) CN_I1(round) CN_I1(rsqrt) CN_I1(sin) CN_I1(sinh)
 CN_I1(sinpi) CN_I1(sqrt) CN_I1(tan) CN_I1(tanh) CN_I1(tanpi) CN_I1(trunc)
 CN_I2(atan2) CN_I2(fmax) CN_I2(fmin) CN_I2(fmod) CN_I2(pow) CN_I2(powr) CN_I2(nextafter)
-CN_I2(ldexp) CN_I2(frexp)
+CN_I2(ldexp)
+template <class T, class E> inline auto __metal_frexp(T x, E* e, bool = false) { return metal::frexp(x, *e); }
 CN_I3(fma) CN_I3(fmax3) CN_I3(fmin3) CN_I3(fmedian3)
 template <class T, class U> inline auto __metal_divide(T x, U y, bool = false) { return x / y; }
 #undef CN_I1
@@ -656,8 +687,9 @@ template <class T, int64_t N, int ID> struct is_checked_arr<tarr<T, N, ID>> : st
 template <class To, class From>
 inline To cast(From&& v) {
   using F = std::remove_cv_t<std::remove_reference_t<From>>;
-  if constexpr (is_checked_ptr<F>::value && std::is_pointer<To>::value) {
-    return reinterpret_cast<To>(v.p);
+  if constexpr (is_checked_ptr<F>::value &&
+                (std::is_pointer<To>::value || std::is_integral<To>::value)) {
+    return reinterpret_cast<To>(v.p);  // to another pointer type, or to an address
   } else if constexpr (is_checked_arr<F>::value && std::is_pointer<To>::value) {
     return reinterpret_cast<To>(&v.a[0]);
   } else {

@@ -15,16 +15,20 @@
 // as identifiers, so those may be defined as macros afterwards.
 //
 // Known differences from Metal:
-// - `cond ? some_half : 1.0f` is ambiguous (half converts to and from float implicitly).
-// - double -> half converts through float (double rounding in rare halfway cases).
+// - Where `half` is the class fallback (see "half and bfloat" below; always for bfloat):
+//   `cond ? some_half : 1.0f` is ambiguous (the class converts to and from float implicitly),
+//   double -> half converts through float (double rounding in rare halfway cases), and the type
+//   cannot be a member of an anonymous struct.
 // - Math functions use the host libm in float (half/bfloat compute in float and round back);
 //   results match Metal's precise:: functions to float accuracy, fast:: is the same code.
 // - Vectors are not trivially copy-assignable (swizzle proxies need a user-defined assignment),
 //   but they are trivially default/copy-constructible, trivially destructible, standard-layout.
 // - A swizzle is a proxy, not a vector: `v.xy[1]` and `v.xy()` work, `v.xy.x` does not (write
 //   `float2(v.xy).x`); packed_ vectors have components and [] but no swizzles.
-// - Vector constructors are not constexpr; MSL half literals (`1.0h`) are not C++ (the emulator
-//   front end must rewrite them).
+// - Vector constructors are constexpr (`constexpr constant int3 S = {13, 19, 12};`), but in a
+//   constant expression only the storage `e[i]` and `[]` of such a vector can be read, not its
+//   named components (`S.x`: an inactive union member); MSL half literals (`1.0h`) are not C++
+//   (the emulator front end must rewrite them).
 // - Vector +, -, *, << on signed elements wrap like Metal; plain scalar int overflow is C++'s
 //   (compile kernels with -fwrapv to match Metal).
 #ifndef CN_METAL_TYPES_H
@@ -148,6 +152,11 @@ using std::remove_volatile;
 using std::remove_volatile_t;
 using std::underlying_type;
 using std::underlying_type_t;
+// Metal's internal spellings of <type_traits> helpers (MLX's atomic.h uses them).
+template <class... B>
+using _disjunction = std::disjunction<B...>;
+template <class... B>
+using _conjunction = std::conjunction<B...>;
 // Address spaces are empty words in the emulator's C++: removing one changes nothing.
 template <class T>
 struct remove_addrspace {
@@ -257,7 +266,33 @@ CN_BC_CONSTEXPR inline float bfloat_bits_to_float(uint16_t b) {
 }  // namespace cn_detail
 
 // ---------------------------------------------------------------------------------------------
-// half and bfloat: 16-bit storage, arithmetic in float, rounded back to 16 bits.
+// half and bfloat.
+//
+// `half` is the compiler's own IEEE binary16 type `_Float16` wherever the C++ compiler has one
+// (GCC >= 12, Clang >= 16 on x86-64 and arm64) and rounds every operation to 16 bits (the
+// emulator's build asks for that: -fexcess-precision=16 / -ffloat16-excess-precision=none).
+// Like Metal's `half` it is then a built-in arithmetic type with no constructors: it may be a
+// member of an anonymous struct (ggml's quantisation blocks), `c ? some_half : 1.0f` is a float,
+// `half + int` converts the int to half first, and `half(0.1)` rounds the double once.
+// Elsewhere (NVRTC, older compilers, or -DCN_HALF_CLASS) `half` is cn_float16<false>, a class of
+// the same 16 bits whose operations compute in float and round back (the same results for
+// + - * / and conversions from float; Metal's anonymous-struct members are not possible there).
+// `bfloat` is always cn_float16<true>.
+
+#if !defined(__CUDACC_RTC__) && !defined(CN_HALF_CLASS) && defined(__FLT16_MANT_DIG__) && \
+    defined(CN_HAS_BIT_CAST)
+#define CN_HALF_BUILTIN 1
+#endif
+
+namespace cn_detail {
+template <class T> struct is_builtin_half : std::false_type {};
+#ifdef CN_HALF_BUILTIN
+template <> struct is_builtin_half<_Float16> : std::true_type {};
+#endif
+// Arithmetic types a 16-bit class converts from: the built-ins, and a built-in _Float16.
+template <class T>
+constexpr bool is_plain_arith_v = std::is_arithmetic<T>::value || is_builtin_half<T>::value;
+}  // namespace cn_detail
 
 template <bool Brain>
 struct cn_float16 {
@@ -266,7 +301,7 @@ struct cn_float16 {
   cn_float16() = default;
   CN_BC_CONSTEXPR cn_float16(float f)
       : bits(Brain ? cn_detail::float_to_bfloat_bits(f) : cn_detail::float_to_half_bits(f)) {}
-  template <class T, std::enable_if_t<std::is_arithmetic<T>::value && !std::is_same<T, float>::value,
+  template <class T, std::enable_if_t<cn_detail::is_plain_arith_v<T> && !std::is_same<T, float>::value,
                                       int> = 0>
   CN_BC_CONSTEXPR cn_float16(T v) : cn_float16(static_cast<float>(v)) {}
   CN_BC_CONSTEXPR explicit cn_float16(cn_float16<!Brain> o) : cn_float16(static_cast<float>(o)) {}
@@ -274,6 +309,9 @@ struct cn_float16 {
   CN_BC_CONSTEXPR operator float() const {
     return Brain ? cn_detail::bfloat_bits_to_float(bits) : cn_detail::half_bits_to_float(bits);
   }
+#ifdef CN_HALF_BUILTIN
+  CN_BC_CONSTEXPR explicit operator _Float16() const { return static_cast<_Float16>(float(*this)); }
+#endif
 
   static constexpr cn_float16 from_bits(uint16_t b) {
     cn_float16 r{};
@@ -295,7 +333,11 @@ struct cn_float16 {
   CN_BC_CONSTEXPR cn_float16 operator--(int) { cn_float16 o = *this; --*this; return o; }
 };
 
+#ifdef CN_HALF_BUILTIN
+typedef _Float16 half;
+#else
 typedef cn_float16<false> half;
+#endif
 typedef cn_float16<true> bfloat;
 typedef half float16_t;
 typedef bfloat bfloat16_t;
@@ -305,16 +347,28 @@ static_assert(sizeof(bfloat) == 2 && alignof(bfloat) == 2 && sizeof(half) == 2,
               "half and bfloat must be 16-bit values (the CUDA engine stores bfloat as uint16)");
 
 namespace cn_detail {
-template <class T> struct is_f16 : std::false_type {};
+template <class T> struct is_f16 : is_builtin_half<T> {};
 template <bool B> struct is_f16<cn_float16<B>> : std::true_type {};
 // Element types a Metal scalar may have.
 template <class T>
 constexpr bool is_scalar_v = std::is_arithmetic<T>::value || is_f16<T>::value;
 template <class T>
 constexpr bool is_float_v = std::is_floating_point<T>::value || is_f16<T>::value;
-// Result of half <op> T for an arithmetic T: integers convert to the half type, float/double win.
+// Result of a 16-bit class <op> T for an arithmetic T: integers convert to the 16-bit type,
+// float/double win, and the other 16-bit type gives float.
 template <bool B, class T>
-using f16_mixed_t = std::conditional_t<std::is_integral<T>::value, cn_float16<B>, T>;
+using f16_mixed_t = std::conditional_t<
+    std::is_integral<T>::value, cn_float16<B>,
+    std::conditional_t<is_builtin_half<T>::value, float, T>>;
+// The 16 bits of a half or bfloat value, and back.
+template <class F>
+constexpr inline F f16_from_bits(uint16_t b) {
+  if constexpr (is_builtin_half<F>::value) {
+    return bit_cast<F>(b);
+  } else {
+    return F::from_bits(b);
+  }
+}
 }  // namespace cn_detail
 
 #define CN_F16_ARITH(op)                                                                         \
@@ -322,13 +376,13 @@ using f16_mixed_t = std::conditional_t<std::is_integral<T>::value, cn_float16<B>
   CN_BC_CONSTEXPR inline cn_float16<B> operator op(cn_float16<B> a, cn_float16<B> b) {           \
     return cn_float16<B>(static_cast<float>(a) op static_cast<float>(b));                       \
   }                                                                                              \
-  template <bool B, class T, std::enable_if_t<std::is_arithmetic<T>::value, int> = 0>            \
+  template <bool B, class T, std::enable_if_t<cn_detail::is_plain_arith_v<T>, int> = 0>         \
   CN_BC_CONSTEXPR inline cn_detail::f16_mixed_t<B, T> operator op(cn_float16<B> a, T b) {        \
     using R = cn_detail::f16_mixed_t<B, T>;                                                      \
     using W = std::conditional_t<std::is_same<T, double>::value, double, float>;                \
     return R(static_cast<W>(a) op static_cast<W>(b));                                            \
   }                                                                                              \
-  template <bool B, class T, std::enable_if_t<std::is_arithmetic<T>::value, int> = 0>            \
+  template <bool B, class T, std::enable_if_t<cn_detail::is_plain_arith_v<T>, int> = 0>         \
   CN_BC_CONSTEXPR inline cn_detail::f16_mixed_t<B, T> operator op(T a, cn_float16<B> b) {        \
     using R = cn_detail::f16_mixed_t<B, T>;                                                      \
     using W = std::conditional_t<std::is_same<T, double>::value, double, float>;                \
@@ -349,12 +403,12 @@ CN_F16_ARITH(/)
   CN_BC_CONSTEXPR inline bool operator op(cn_float16<B> a, cn_float16<B> b) {                    \
     return static_cast<float>(a) op static_cast<float>(b);                                       \
   }                                                                                              \
-  template <bool B, class T, std::enable_if_t<std::is_arithmetic<T>::value, int> = 0>            \
+  template <bool B, class T, std::enable_if_t<cn_detail::is_plain_arith_v<T>, int> = 0>         \
   CN_BC_CONSTEXPR inline bool operator op(cn_float16<B> a, T b) {                                \
     using W = std::conditional_t<std::is_same<T, double>::value, double, float>;                \
     return static_cast<W>(a) op static_cast<W>(b);                                               \
   }                                                                                              \
-  template <bool B, class T, std::enable_if_t<std::is_arithmetic<T>::value, int> = 0>            \
+  template <bool B, class T, std::enable_if_t<cn_detail::is_plain_arith_v<T>, int> = 0>         \
   CN_BC_CONSTEXPR inline bool operator op(T a, cn_float16<B> b) {                                \
     using W = std::conditional_t<std::is_same<T, double>::value, double, float>;                \
     return static_cast<W>(a) op static_cast<W>(b);                                               \
@@ -377,12 +431,15 @@ constexpr inline cn_float16<B> operator+(cn_float16<B> a) { return a; }
 // ---------------------------------------------------------------------------------------------
 // numeric_limits (std's for built-in types, Metal's values for half and bfloat)
 
+// numeric_limits<T> derives from _numeric_limits_impl<T>, as in Metal's <metal_limits>: libraries
+// specialise either (candle's reduce.metal specialises _numeric_limits_impl for its own types).
 template <class T>
-struct numeric_limits : std::numeric_limits<T> {};
+struct _numeric_limits_impl : std::numeric_limits<T> {};
 
-template <bool B>
-struct numeric_limits<cn_float16<B>> {
-  using F = cn_float16<B>;
+namespace cn_detail {
+// Metal's limits of half (B false) and bfloat (B true), for the type F that holds them.
+template <class F, bool B>
+struct f16_limits {
   static constexpr bool is_specialized = true;
   static constexpr bool is_signed = true;
   static constexpr bool is_integer = false;
@@ -395,16 +452,25 @@ struct numeric_limits<cn_float16<B>> {
   static constexpr int digits = B ? 8 : 11;
   static constexpr int max_exponent = B ? 128 : 16;
   static constexpr int min_exponent = B ? -125 : -13;
-  static constexpr F min() noexcept { return F::from_bits(B ? 0x0080 : 0x0400); }
-  static constexpr F max() noexcept { return F::from_bits(B ? 0x7f7f : 0x7bff); }
-  static constexpr F lowest() noexcept { return F::from_bits(B ? 0xff7f : 0xfbff); }
-  static constexpr F epsilon() noexcept { return F::from_bits(B ? 0x3c00 : 0x1400); }
-  static constexpr F round_error() noexcept { return F::from_bits(B ? 0x3f00 : 0x3800); }
-  static constexpr F infinity() noexcept { return F::from_bits(B ? 0x7f80 : 0x7c00); }
-  static constexpr F quiet_NaN() noexcept { return F::from_bits(B ? 0x7fc0 : 0x7e00); }
-  static constexpr F signaling_NaN() noexcept { return F::from_bits(B ? 0x7fa0 : 0x7d00); }
-  static constexpr F denorm_min() noexcept { return F::from_bits(0x0001); }
+  static constexpr F min() noexcept { return cn_detail::f16_from_bits<F>(B ? 0x0080 : 0x0400); }
+  static constexpr F max() noexcept { return cn_detail::f16_from_bits<F>(B ? 0x7f7f : 0x7bff); }
+  static constexpr F lowest() noexcept { return cn_detail::f16_from_bits<F>(B ? 0xff7f : 0xfbff); }
+  static constexpr F epsilon() noexcept { return cn_detail::f16_from_bits<F>(B ? 0x3c00 : 0x1400); }
+  static constexpr F round_error() noexcept { return cn_detail::f16_from_bits<F>(B ? 0x3f00 : 0x3800); }
+  static constexpr F infinity() noexcept { return cn_detail::f16_from_bits<F>(B ? 0x7f80 : 0x7c00); }
+  static constexpr F quiet_NaN() noexcept { return cn_detail::f16_from_bits<F>(B ? 0x7fc0 : 0x7e00); }
+  static constexpr F signaling_NaN() noexcept { return cn_detail::f16_from_bits<F>(B ? 0x7fa0 : 0x7d00); }
+  static constexpr F denorm_min() noexcept { return cn_detail::f16_from_bits<F>(0x0001); }
 };
+}  // namespace cn_detail
+template <bool B>
+struct _numeric_limits_impl<cn_float16<B>> : cn_detail::f16_limits<cn_float16<B>, B> {};
+#ifdef CN_HALF_BUILTIN
+template <>
+struct _numeric_limits_impl<_Float16> : cn_detail::f16_limits<_Float16, false> {};
+#endif
+template <class T>
+struct numeric_limits : _numeric_limits_impl<T> {};
 
 template <class T>
 struct is_floating_point : std::integral_constant<bool, cn_detail::is_float_v<T>> {};
@@ -466,11 +532,11 @@ template <class... A>
 constexpr int sum_comps = (0 + ... + ncomp<A>);
 
 template <class T>
-inline void put(T* out, int& k, const T& v) { out[k++] = v; }
+constexpr inline void put(T* out, int& k, const T& v) { out[k++] = v; }
 template <class T, class A, std::enable_if_t<(vn<A> == 0), int> = 0>
-inline void put_any(T* out, int& k, const A& a) { out[k++] = static_cast<T>(a); }
+constexpr inline void put_any(T* out, int& k, const A& a) { out[k++] = static_cast<T>(a); }
 template <class T, class A, std::enable_if_t<(vn<A> > 0), int> = 0>
-inline void put_any(T* out, int& k, const A& a) {
+constexpr inline void put_any(T* out, int& k, const A& a) {
   const vec<velem<A>, vn<A>> v = a;
   for (int i = 0; i < vn<A>; ++i) out[k++] = static_cast<T>(v.e[i]);
 }
@@ -484,6 +550,28 @@ constexpr bool distinct() {
   return true;
 }
 }  // namespace cn_detail
+
+// Vector traits of <metal_type_traits>: vec_elements is the number of components of a vector
+// type and 0 for anything else; make_scalar is a vector's component type (a scalar itself).
+template <class T>
+struct is_vector : std::integral_constant<bool, (cn_detail::vn<T> > 0)> {};
+template <class T>
+constexpr bool is_vector_v = is_vector<T>::value;
+template <class T>
+struct vec_elements : std::integral_constant<uint, uint(cn_detail::vn<T>)> {};
+template <class T>
+constexpr uint vec_elements_v = vec_elements<T>::value;
+template <class T>
+struct make_scalar {
+  using type = std::conditional_t<(cn_detail::vn<T> > 0), cn_detail::velem<T>, T>;
+};
+template <class T>
+using make_scalar_t = typename make_scalar<T>::type;
+// The element types SIMD-group functions take: scalars and vectors of them (<metal_simdgroup>).
+template <class T>
+struct __is_valid_simdgroup_type
+    : std::integral_constant<bool, cn_detail::is_scalar_v<make_scalar_t<T>> &&
+                                       !std::is_same<make_scalar_t<T>, bool>::value> {};
 
 template <class T, int S, int... I>
 struct swz {
@@ -546,13 +634,16 @@ CN_SWZ_COMPOUND(>>)
     return *this;                                                                                \
   }                                                                                              \
   /* splat from one scalar, or concatenation of scalars and vectors (Metal constructors) */     \
+  /* (fewer scalars than components, as `uint4 v = {a, b, c}` writes them: the rest are 0) */   \
   template <class... A,                                                                          \
             std::enable_if_t<(sizeof...(A) == 1 && cn_detail::all_comps<A...> &&                 \
                               cn_detail::sum_comps<A...> == 1) ||                                \
                                  (sizeof...(A) >= 2 && cn_detail::all_comps<A...> &&            \
-                                  cn_detail::sum_comps<A...> == N),                              \
+                                  (cn_detail::sum_comps<A...> == N ||                            \
+                                   (sizeof...(A) < N && cn_detail::sum_comps<A...> ==            \
+                                    static_cast<int>(sizeof...(A))))),                           \
                              int> = 0>                                                           \
-  vec(const A&... args) {                                                                           \
+  constexpr vec(const A&... args) : e{} {                                                         \
     if constexpr (sizeof...(A) == 1) {                                                           \
       T v = T();                                                                                 \
       ((v = static_cast<T>(args)), ...);                                                            \
@@ -565,13 +656,13 @@ CN_SWZ_COMPOUND(>>)
   }                                                                                              \
   /* explicit element type conversion: float4(int4), float2(v.xy) */                            \
   template <class A, std::enable_if_t<(cn_detail::vn<A> == N), int> = 0>                         \
-  explicit vec(const A& src) {                                                                   \
+  constexpr explicit vec(const A& src) : e{} {                                                   \
     int k = 0;                                                                                   \
     cn_detail::put_any<T>(e, k, src);                                                              \
     for (; k < storage; ++k) e[k] = T();                                                         \
   }                                                                                              \
   T& operator[](int i) { return e[i]; }                                                          \
-  const T& operator[](int i) const { return e[i]; }                                              \
+  constexpr const T& operator[](int i) const { return e[i]; }                                    \
   template <class U> vec& operator+=(const U& u) { return *this = *this + u; }                   \
   template <class U> vec& operator-=(const U& u) { return *this = *this - u; }                   \
   template <class U> vec& operator*=(const U& u) { return *this = *this * u; }                   \
@@ -1129,7 +1220,7 @@ struct alignas(sizeof(T) * 4) vec<T, 4> {
     return v;                                                                                    \
   }                                                                                              \
   T& operator[](int i) { return e[i]; }                                                          \
-  const T& operator[](int i) const { return e[i]; }                                              \
+  constexpr const T& operator[](int i) const { return e[i]; }                                    \
   template <class U> packed_vec& operator+=(const U& u) { return *this = vec<T, N>(*this) + u; } \
   template <class U> packed_vec& operator-=(const U& u) { return *this = vec<T, N>(*this) - u; } \
   template <class U> packed_vec& operator*=(const U& u) { return *this = vec<T, N>(*this) * u; } \
