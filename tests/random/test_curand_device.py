@@ -31,8 +31,22 @@ _NORMAL_D_PHILOX = [*range(36, 44)]
 
 def _rows(gen: str) -> np.ndarray:
     """Cases whose outputs are defined: MRG32k3a subsequences of 2^56 and more make the GPU
-    read past its table of jump matrices (not defined; see cn_curand.h)."""
+    read past its table of jump matrices (not defined; see cn_curand.h). Between 2^51 and 2^56
+    the table holds zeros: the state becomes zero, on the GPU as here."""
     return _SUB < 2**56 if gen == "mrg32k3a" else np.ones(len(_SUB), dtype=bool)
+
+
+def _reference_mask(gen: str) -> np.ndarray:
+    """Slots of ``_u`` where the host reference is the GPU's: not those of a zeroed MRG32k3a
+    state (subsequence 2^51 and more, in curand_init or in the jump of slots 20-23), whose
+    first number is 2^32 as a double, which the GPU converts saturating (0xFFFFFFFF) and a
+    host C++ cast to 0."""
+    mask = np.ones(_REF[f"{gen}_u"].shape, dtype=bool)
+    if gen == "mrg32k3a":
+        mask[_SUB >= 2**51] = False
+        jumped = (cases.cases()["skip"] & np.uint64(2**56 - 1)) >= 2**51
+        mask[np.ix_(jumped, range(20, 24))] = False
+    return mask
 
 
 @pytest.fixture
@@ -50,8 +64,9 @@ def test_integers_uniforms_and_skipahead_equal_the_reference(
     outputs: dict[str, np.ndarray], gen: str
 ) -> None:
     ok = _rows(gen)
+    same = _reference_mask(gen)[ok]
     got, ref = outputs[f"{gen}_u"][ok], _REF[f"{gen}_u"][ok]
-    bad = np.argwhere(got != ref)
+    bad = np.argwhere((got != ref) & same)
     assert bad.size == 0, f"{gen}: curand/skipahead outputs differ at (case, slot) {bad[:5]}"
     for key, cols in (("f", _cols(gen, _UNIFORM_F, _UNIFORM_F_PHILOX)),
                       ("d", _cols(gen, _UNIFORM_D, _UNIFORM_D_PHILOX))):

@@ -374,8 +374,11 @@ QUALIFIERS void curand_init(unsigned long long seed, unsigned long long subseque
   s->boxmuller_extra_double = 0.0;
 }
 
+// The GPU converts a double to unsigned int saturating (cvt.rzi.u32.f64): m1 * 1.000000048662
+// (a zeroed state) rounds to 2^32 and gives 0xFFFFFFFF there, where a C++ cast is undefined.
 QUALIFIERS unsigned int curand(curandStateMRG32k3a_t* s) {
-  return (unsigned int)(cn::rng::mrg_next(s) * 1.000000048662);
+  double x = cn::rng::mrg_next(s) * 1.000000048662;
+  return x >= 4294967295.0 ? 0xFFFFFFFFu : (unsigned int)x;
 }
 
 // ---------------------------------------------------------------------------------------------
