@@ -389,16 +389,21 @@ def _tex_sample(texels: np.ndarray, coord, modes, linear: bool, border: float = 
         x = np.float32(c) - np.float32(0.5)
         f = np.floor(x)
         base.append(int(f))
-        alpha.append(np.rint((x - f) * 256.0) / 256.0)  # 9-bit fixed point
+        alpha.append(int(np.floor((x - f) * 256.0 + 0.5)))  # 9-bit fixed point, ties up
+    if len(coord) == 2:  # the H200's corner weights (cn_cuda_tex.h)
+        q = (alpha[0] * alpha[1] + 128) >> 8
+        weights = [256 - alpha[0] - alpha[1] + q, alpha[0] - q, alpha[1] - q, q]
+    else:
+        weights = []
+        for corner in range(1 << len(coord)):
+            w = 1.0
+            for k in range(len(coord)):
+                w *= alpha[k] if (corner >> k) & 1 else 256 - alpha[k]
+            weights.append(w / 256.0 ** (len(coord) - 1))
     total = np.zeros(texels.shape[-1])
     for corner in range(1 << len(coord)):
-        w = 1.0
-        at = []
-        for k in range(len(coord)):
-            hi = (corner >> k) & 1
-            at.append(base[k] + hi)
-            w *= alpha[k] if hi else 1.0 - alpha[k]
-        total += w * tap(at)
+        at = [base[k] + ((corner >> k) & 1) for k in range(len(coord))]
+        total += weights[corner] / 256.0 * tap(at)
     return total
 
 

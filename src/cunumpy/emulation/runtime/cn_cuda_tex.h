@@ -4,7 +4,8 @@
 // cunumpy Texture (emulation/_cuda_texture.py writes the same layout). Fetches follow the CUDA
 // programming guide's texture fetching rules: point sampling reads texel floor(x); linear
 // filtering reads the 2, 4 or 8 texels around x - 0.5 with weights alpha, 1 - alpha where
-// alpha is kept in 9-bit fixed point (8 fractional bits) as the hardware does; normalised
+// alpha is kept in 9-bit fixed point (8 fractional bits, ties rounded up) as the hardware does
+// (2-D corner weights as measured on an H200, see tex_sample); normalised
 // coordinates are scaled by the size; wrap, clamp, mirror and border address modes apply per
 // dimension; normalised-float reads map 8/16-bit integers to [0, 1] or [-1, 1].
 #ifndef CN_CUDA_TEX_H
@@ -115,24 +116,38 @@ inline void tex_sample(const CnTexture* d, const float* coord, bool as_float, do
     return;
   }
   int64_t base[3] = {0, 0, 0};
-  float alpha[3] = {0, 0, 0};
+  int alpha[3] = {0, 0, 0};  // weights of the upper texels in 1/256 (9-bit fixed point, 0..256)
   for (int k = 0; k < d->ndim; ++k) {
     float x = (d->normalized ? coord[k] * float(d->size[k]) : coord[k]) - 0.5f;
     float f = std::floor(x);
     base[k] = int64_t(f);
-    alpha[k] = std::nearbyint((x - f) * 256.0f) / 256.0f;  // 9-bit fixed point weight
+    alpha[k] = int(std::floor(double(x - f) * 256.0 + 0.5));  // ties round up, as on an H200
+  }
+  // Corner weights in 1/256. Measured on an H200: in 2-D the upper-upper weight is
+  // ax * ay / 256 rounded half up and the others make each row and column sum to ax, ay.
+  // 3-D (not measured) takes the products of the three weights.
+  double weight[8];
+  if (d->ndim == 2) {
+    int q = (alpha[0] * alpha[1] + 128) >> 8;
+    weight[0] = 256 - alpha[0] - alpha[1] + q;
+    weight[1] = alpha[0] - q;
+    weight[2] = alpha[1] - q;
+    weight[3] = q;
+  }
+  for (int corner = 0; corner < (1 << d->ndim); ++corner) {
+    double w = 1.0;
+    for (int k = 0; k < d->ndim; ++k) {
+      bool hi = (corner >> k) & 1;
+      w *= (hi ? alpha[k] : 256 - alpha[k]) / 256.0;
+    }
+    if (d->ndim != 2) weight[corner] = w * 256.0;
   }
   double tap[4];
   for (int corner = 0; corner < (1 << d->ndim); ++corner) {
     int64_t at[3];
-    float w = 1.0f;
-    for (int k = 0; k < d->ndim; ++k) {
-      bool hi = (corner >> k) & 1;
-      at[k] = base[k] + (hi ? 1 : 0);
-      w *= hi ? alpha[k] : 1.0f - alpha[k];
-    }
+    for (int k = 0; k < d->ndim; ++k) at[k] = base[k] + ((corner >> k) & 1);
     tex_tap(d, at, true, tap);
-    for (int c = 0; c < d->channels; ++c) out[c] += double(w) * tap[c];
+    for (int c = 0; c < d->channels; ++c) out[c] += weight[corner] / 256.0 * tap[c];
   }
 }
 
