@@ -87,3 +87,16 @@ DEFINE(fill)
     x = np.zeros(8, np.float32)
     k(x, grid=2, block=4)
     np.testing.assert_array_equal(x, [0, 0, 0, 0, 1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("name", ["t", "d", "a0", "rc"])
+def test_short_kernel_names_do_not_clash_with_the_launcher(name: str) -> None:
+    import numpy as np
+
+    from cunumpy.kernels import CudaKernel
+
+    src = f'extern "C" __global__ void {name}(float* x, int n) {{\n' \
+          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = 2.0f * i;\n}\n"
+    x = np.zeros(100, np.float32)
+    CudaKernel(src, name, engine="emulator")(x, np.int32(100), grid=1, block=128)
+    assert np.array_equal(x, 2.0 * np.arange(100, dtype=np.float32))

@@ -319,46 +319,47 @@ def generate_source(
     body = noinline_qualifiers(rw.text)
     lines.append(body if body.endswith("\n") else body + "\n")
     lines.append('#line 1 "cn-launch"')
-    lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {")
-    lines.append(f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {n + 1}) return -2;")
+    lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* cn_d) {")
+    lines.append(f"  if (cn_d->abi != CN_ABI_VERSION || cn_d->nbuffers != {n + 1}) return -2;")
     lines += [
-        f"  const long long* cn_meta = static_cast<const long long*>(d->buffers[{n}].data);",
+        f"  const long long* cn_meta = static_cast<const long long*>(cn_d->buffers[{n}].data);",
         "  ::cn::cuda::dynamic_shared_bytes = cn_meta[0];",
-        f"  ::cn::cuda::ub_mode = d->buffers[{n}].extent >= 24 ? cn_meta[1] : 0;",
-        f"  ::cn::cuda::ub_report = d->buffers[{n}].extent >= 24 ? "
+        f"  ::cn::cuda::ub_mode = cn_d->buffers[{n}].extent >= 24 ? cn_meta[1] : 0;",
+        f"  ::cn::cuda::ub_report = cn_d->buffers[{n}].extent >= 24 ? "
         "reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;",
     ]
     names = []
     for i, p in enumerate(program.params):
         if p.pointer:
             lines.append(
-                f"  const ::cn::cuda::PtrArg a{i}{{d->buffers[{i}].data, d->buffers[{i}].extent, "
+                f"  const ::cn::cuda::PtrArg cn_a{i}{{cn_d->buffers[{i}].data, cn_d->buffers[{i}].extent, "
                 f"{i}}};"
             )
         elif p.kind == "scalar" and p.ctype in _PLAIN_SCALARS:
             # Read once per launch into a local of the parameter's own type: the per-thread
             # loop then has nothing to convert or check (the front end gave exactly its bytes).
             lines += [
-                f"  if (d->buffers[{i}].extent != sizeof({p.ctype})) return -2;",
-                f"  {p.ctype} a{i};",
-                f"  std::memcpy(&a{i}, d->buffers[{i}].data, sizeof a{i});",
+                f"  if (cn_d->buffers[{i}].extent != sizeof({p.ctype})) return -2;",
+                f"  {p.ctype} cn_a{i};",
+                f"  std::memcpy(&cn_a{i}, cn_d->buffers[{i}].data, sizeof cn_a{i});",
             ]
         else:
             lines.append(
-                f"  const ::cn::cuda::ValArg a{i}{{d->buffers[{i}].data, d->buffers[{i}].extent, "
+                f"  const ::cn::cuda::ValArg cn_a{i}{{cn_d->buffers[{i}].data, cn_d->buffers[{i}].extent, "
                 f'"{p.name}"}};'
             )
-        names.append(f"a{i}")
+        names.append(f"cn_a{i}")
     lines += [
         # CN_NOTSAN: in race-checking builds only the kernel's own code is instrumented.
-        "  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {",
-        f"    CN_RACE_TRY {program.call}({', '.join((['t'] if rw.thread_param else []) + names)});"
+        # the thread is `cn_t`: a kernel may be called `t`
+        "  auto cn_fn = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {",
+        f"    CN_RACE_TRY {program.call}({', '.join((['cn_t'] if rw.thread_param else []) + names)});"
         " CN_RACE_CATCH",
         "  };",
-        f"  int rc = cn::run_grid<{'true' if rw.sync or coop else 'false'}, "
-        f"{'true' if checks else 'false'}>(d, {nslots}, cn_fn);",
+        f"  int cn_rc = cn::run_grid<{'true' if rw.sync or coop else 'false'}, "
+        f"{'true' if checks else 'false'}>(cn_d, {nslots}, cn_fn);",
         "  std::fflush(stdout);",
-        "  return rc;",
+        "  return cn_rc;",
         "}",
         "",
     ]
