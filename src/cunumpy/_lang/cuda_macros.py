@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cunumpy._lang.edits import apply_edits
 from cunumpy._lang.tokens import Token, tokenize
 
 __all__ = ["expand_kernel_macros"]
@@ -363,13 +364,7 @@ def expand_kernel_macros(text: str, active: str | None = None, headers: Sequence
         k += 1
     if not edits:
         return text
-    out, pos = [], 0
-    for start, stop, new in edits:
-        out.append(text[pos:start])
-        out.append(new)
-        pos = stop
-    out.append(text[pos:])
-    return "".join(out)
+    return apply_edits(text, edits)
 
 
 def _apply(macros: dict[str, _Macro], kind: str, name: str, macro: _Macro | None) -> None:

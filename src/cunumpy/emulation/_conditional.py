@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cunumpy._lang.edits import apply_edits
 from cunumpy._lang.tokens import Token
 
 __all__ = ["conditional_edits", "rewrite_conditionals"]
@@ -98,10 +99,4 @@ def rewrite_conditionals(text: str, in_function: bool) -> str:
         scope = braces[-1] if braces else ("block" if in_function else "namespace")
         blocks.append(scope == "block")
     edits = conditional_edits(sig, text, blocks)
-    out, pos = [], 0
-    for start, stop, new in sorted(edits):
-        out.append(text[pos:start])
-        out.append(new)
-        pos = stop
-    out.append(text[pos:])
-    return "".join(out)
+    return apply_edits(text, edits)

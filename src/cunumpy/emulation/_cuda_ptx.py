@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cunumpy._lang.edits import apply_edits
 from cunumpy._lang.tokens import tokenize
 
 __all__ = ["rewrite_asm"]
@@ -363,10 +364,4 @@ def rewrite_asm(text: str, prefix: str) -> str:
             ) from None
         stop = sig[end].start + len(sig[end].text)
         edits.append((t.start, stop, block + "\n" * text.count("\n", t.start, stop)))
-    out, pos = [], 0
-    for start, stop, new in edits:
-        out.append(text[pos:start])
-        out.append(new)
-        pos = stop
-    out.append(text[pos:])
-    return "".join(out)
+    return apply_edits(text, edits)

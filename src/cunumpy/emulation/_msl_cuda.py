@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cunumpy._lang.edits import apply_edits
 from cunumpy._lang.metal_signature import MetalSignature, Param
 from cunumpy._lang.metal_swizzle import swizzle_chain_edits
 from cunumpy.emulation._rewrite import (
@@ -131,13 +132,7 @@ def rewrite_cuda(text: str) -> str:
             # pointer, reference or cast the address space is simply dropped.
             shared = _declaration(sig, i) is not None
             edits.append((t.start, t.start + len(t.text), "__shared__" if shared else " "))
-    out, pos = [], 0
-    for start, stop, new in sorted(edits):
-        out.append(text[pos:start])
-        out.append(new)
-        pos = stop
-    out.append(text[pos:])
-    return "".join(out)
+    return apply_edits(text, edits)
 
 
 def _with_newline(text: str) -> str:

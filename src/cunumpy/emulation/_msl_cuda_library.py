@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cunumpy._lang.edits import apply_edits
 from cunumpy._lang.metal_library import KernelParam, LibraryKernel, LibraryText
 from cunumpy._lang.scopes import enclosing_braces
 from cunumpy._lang.tokens import tokenize
@@ -140,13 +141,7 @@ def constant_storage(text: str) -> str:
                 if x.text == "constexpr":
                     edits.append((x.start, x.start + len(x.text), "const"))
         k = b
-    out, pos = [], 0
-    for start, stop, new in sorted(edits):
-        out.append(text[pos:start])
-        out.append(new)
-        pos = stop
-    out.append(text[pos:])
-    return "".join(out)
+    return apply_edits(text, edits)
 
 
 def _call_target(kernel: LibraryKernel) -> str:
