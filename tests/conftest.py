@@ -17,8 +17,17 @@ import tempfile
 import pytest
 
 # Compiled emulation libraries are shared by all tests of one session (fast), but never with the
-# user's own cache or with another session.
-_SESSION_CACHE = tempfile.mkdtemp(prefix="cunumpy-test-cache-")
+# user's own cache or with another session. Under pytest-xdist the controller makes the directory
+# before it starts the workers, which inherit its environment and share it: the cache publishes an
+# entry by renaming a finished private build directory into place, so workers that build the same
+# variant at once both succeed and load one copy (tests/emulation/test_cache.py covers processes
+# racing for one key).
+_SHARED = "CUNUMPY_TEST_SESSION_CACHE"
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_SHARED):
+    _SESSION_CACHE = os.environ[_SHARED]
+else:
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="cunumpy-test-cache-")
+    os.environ[_SHARED] = _SESSION_CACHE
 os.environ["CUNUMPY_CACHE_DIR"] = _SESSION_CACHE
 
 

@@ -340,7 +340,7 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
   s.nlocks = 0;
   s.clk_base = s.clk_max = 0;
   s.lanes = false;
-  if (!s.on) return;
+  if (!CN_RACES || !s.on) return;
   s.gen = (s.gen + 1) & 0xFF;
   if (s.gen == 0) {  // launch numbers wrap: start from zeroed shadow memory
     drop_pool(true);
@@ -407,7 +407,7 @@ CN_NOTSAN inline void begin_launch(const LaunchDesc* d, uint64_t ngroups, uint32
 
 CN_NOTSAN inline void end_launch() {
   State& s = st;
-  if (!s.on) return;
+  if (!CN_RACES || !s.on) return;
   drop_pool(false);
   if (s.released) munmap(s.released, size_t(s.ngroups) * 2);
   s.released = nullptr;
@@ -421,7 +421,7 @@ CN_NOTSAN inline void end_launch() {
 CN_NOTSAN inline void begin_group(uint32_t glin, uint32_t dsz, uint32_t nthreads, uint32_t width,
                                   bool fibers) {
   State& s = st;
-  if (!s.on) return;
+  if (!CN_RACES || !s.on) return;
   s.glin = glin;
   s.dsz = dsz;
   s.gfirst = glin * dsz;
@@ -494,7 +494,7 @@ CN_NOTSAN inline void lock_released(uintptr_t at, uint32_t lin) {
 // A shared slot was placed for this group.
 CN_NOTSAN inline void shared_slot(int k, void* at, size_t size, size_t elem) {
   State& s = st;
-  if (!s.on || s.nregions >= kMaxRegions || k < 0 || k >= 256) return;
+  if (!CN_RACES || !s.on || s.nregions >= kMaxRegions || k < 0 || k >= 256) return;
   uint8_t shift = granule_shift(elem ? elem : 1);
   size_t n = (size + (size_t(1) << shift) - 1) >> shift;
   size_t bytes = n * sizeof(Entry);
@@ -519,7 +519,7 @@ CN_NOTSAN inline void shared_slot(int k, void* at, size_t size, size_t elem) {
 // A barrier released the group: `flags` says which memory it orders.
 CN_NOTSAN inline void barrier(int flags) {
   State& s = st;
-  if (!s.on) return;
+  if (!CN_RACES || !s.on) return;
   s.compact_on = false;  // compact records carry no epoch: from here on, entries only
   if (flags & BARRIER_SHARED) s.ep_tg = uint16_t((s.ep_tg + 1) & kEpochMask);
   if (flags & BARRIER_DEVICE) {
@@ -535,7 +535,7 @@ CN_NOTSAN inline void lanes_synced(Fiber** lanes, uint32_t w, uint32_t sub, uint
     s.unordered_sync = false;
     return;
   }
-  if (!s.on || !s.lanes) return;
+  if (!CN_RACES || !s.on || !s.lanes) return;
   const uint32_t W = s.width;
   uint32_t join[kMaxWidth] = {};
   uint32_t lo = sub * w;
@@ -555,7 +555,7 @@ CN_NOTSAN inline void lanes_synced(Fiber** lanes, uint32_t w, uint32_t sub, uint
 // A device-memory fence by the running thread (__threadfence, atomic_thread_fence(mem_device)).
 CN_NOTSAN inline void fence() {
   State& s = st;
-  if (!s.on || !g.cur) return;
+  if (!CN_RACES || !s.on || !g.cur) return;
   uint32_t lin = g.cur->lin;
   s.fenced[lin] = 2;
   if (s.cs_acquire) s.cs_acquire[lin] = s.cs_since[lin] = 2;
@@ -564,7 +564,7 @@ CN_NOTSAN inline void fence() {
 // A fence that orders memory for the running thread's group only (__threadfence_block).
 CN_NOTSAN inline void fence_block() {
   State& s = st;
-  if (!s.on || !g.cur || !s.cs_acquire) return;
+  if (!CN_RACES || !s.on || !g.cur || !s.cs_acquire) return;
   uint32_t lin = g.cur->lin;
   if (s.fenced[lin] < 1) s.fenced[lin] = 1;
   if (s.cs_acquire[lin] < 1) s.cs_acquire[lin] = 1;
@@ -610,7 +610,7 @@ CN_NOTSAN inline void sync_op(const volatile void* p, uint64_t old, uint64_t now
                               bool lock_like) {
   State& s = st;
   const ThreadInfo* t = g.cur;
-  if (!s.on || !t || !s.lock_at) return;
+  if (!CN_RACES || !s.on || !t || !s.lock_at) return;
   const uintptr_t at = uintptr_t(p);
   const uint32_t th = s.gfirst + t->lin + 1;
   if (at == s.spin_at && th == s.spin_thread && old == s.spin_old) {
