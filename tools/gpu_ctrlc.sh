@@ -2,7 +2,8 @@
 # Issue 26 item 4 on the H200 host (16 cores; no GPU needed): Ctrl-C stops an emulated launch on
 # any number of workers. Results go to $OUT (or ./gpu-results); about a minute.
 #
-#   bash tools/gpu_ctrlc.sh
+#   bash tools/gpu_ctrlc.sh          # the Ctrl-C tests (about a minute)
+#   bash tools/gpu_ctrlc.sh bench    # then issue 26's benchmark rows on the idle host (minutes)
 #
 # 1. test_ctrl_c_stops_a_long_launch[1] and [2] alone (in-process: the [2] case hung on this host
 #    before the fix, the main thread asleep in Future.result() while both workers ran on), then
@@ -12,6 +13,11 @@
 #    (120 s limit), part of its work done, the library usable after, Python's handler restored;
 # 3. the rest of tests/emulation/test_parallel.py (parallel results equal serial ones) with the
 #    default worker count, which is this host's 16 cores.
+# 4. (bench) `cunumpy bench` on the push with the native engine (-O3 -march=native -fopenmp,
+#    built in the run) beside NumPy, Numba and both emulators: the compute-bound row; then
+#    benchmarks/bench_emulator_calls.py (element-wise CUDA with and without checks and Metal with
+#    checks against -O2 and -O2 -fopenmp built in the run) and benchmarks/bench_races.py
+#    (race-checked element-wise against a checked launch).
 # Runs from a source checkout that is not pip-installed: src/ goes on PYTHONPATH.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,4 +47,15 @@ fi
 run many_workers 600 "tests/emulation/test_parallel.py::test_ctrl_c_stops_a_launch_on_many_workers"
 run parallel 600 tests/emulation/test_parallel.py -k "not ctrl_c"
 grep -hE "^(FAILED|ERROR)|TIMED OUT" "$OUT"/ctrlc_*.txt | head -20
+if [[ "${1:-}" == bench ]]; then
+    python3 -m cunumpy bench --plain --workloads push --engines numpy,numba,native,emu-cuda,emu-metal \
+        --json "$OUT/bench26_push.json" >"$OUT/bench26_push.txt" 2>&1
+    grep -E "compute-bound row|not available|FAILED" "$OUT/bench26_push.txt"
+    python3 benchmarks/bench_emulator_calls.py --json "$OUT/bench26_emulator_calls.json" \
+        >"$OUT/bench26_emulator_calls.txt" 2>&1
+    grep -E "elementwise_.*vs_native|native_O2" "$OUT/bench26_emulator_calls.txt"
+    python3 benchmarks/bench_races.py --json "$OUT/bench26_races.json" \
+        >"$OUT/bench26_races.txt" 2>&1
+    tail -12 "$OUT/bench26_races.txt"
+fi
 exit $status
