@@ -48,7 +48,7 @@ run many_workers 600 "tests/emulation/test_parallel.py::test_ctrl_c_stops_a_laun
 run parallel 600 tests/emulation/test_parallel.py -k "not ctrl_c"
 grep -hE "^(FAILED|ERROR)|TIMED OUT" "$OUT"/ctrlc_*.txt | head -20
 if [[ "${1:-}" == bench ]]; then
-    python3 -m cunumpy bench --plain --workloads push --engines numpy,numba,native,emu-cuda,emu-metal \
+    OMP_WAIT_POLICY=PASSIVE python3 -m cunumpy bench --plain --workloads push --engines numpy,numba,native,emu-cuda,emu-metal \
         --json "$OUT/bench26_push.json" >"$OUT/bench26_push.txt" 2>&1
     grep -E "compute-bound row|not available|FAILED" "$OUT/bench26_push.txt"
     python3 benchmarks/bench_emulator_calls.py --json "$OUT/bench26_emulator_calls.json" \

@@ -6,15 +6,15 @@ This is the machine's limit the emulators are measured against (issue 26): every
 float32 roundings as the kernels (``-ffp-contract=off``: no fused multiply-add; the push's
 ``NSTEPS`` a compile-time constant, as the kernels' template argument), so its results equal the
 emulated ones bit for bit. Built once per process and ``NSTEPS`` with the C++ compiler the
-emulators use, in a private temporary directory (never the kernel cache). Idle OpenMP threads
-sleep (``OMP_WAIT_POLICY=PASSIVE`` unless set), so they do not slow the engine timed next.
+emulators use, in a private temporary directory (never the kernel cache). OpenMP's own
+settings apply (``OMP_NUM_THREADS``; ``OMP_WAIT_POLICY=PASSIVE`` keeps idle threads from
+spinning while the next engine is timed).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -89,9 +89,6 @@ def library(nsteps: int = 200) -> Any:
             f"the native engine could not build its loops with {' '.join(cmd)}: "
             f"{(done.stderr or done.stdout).strip()[-800:]}"
         )
-    # Idle OpenMP threads sleep instead of spinning, so that they take no CPU from the engine
-    # timed next (libgomp reads this when it loads, with the library; a user's setting wins).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     cdll = ctypes.CDLL(str(lib))
     for name, argtypes in _SIGNATURES.items():
         fn = getattr(cdll, name)
