@@ -7,13 +7,19 @@ Rows (issue 14's table), each the best of several alternated runs on this machin
   np.int32(n), n_threads=n)`` on the emulator, checks on and off (``CUNUMPY_EMULATOR_CHECKS``);
 - the same body as a ``MetalKernel`` called as ``k(x, v, dt, out=out)``, checks on and off
   (``emulator_options``);
-- the anchor: the same loop as plain C++ compiled with ``g++ -O2`` in this run (and NumPy);
+- the anchors: the same loop as plain C++ compiled in this run with ``g++ -O2`` (one core) and
+  with ``g++ -O2 -fopenmp`` (every core, the limit of the rows that use the worker threads), and
+  NumPy;
 - barrier crossings per second of a 256-thread tree reduction (``CudaKernel``, ``__syncthreads``
   in a loop, and the same as a ``MetalKernel`` with ``threadgroup_barrier``), checks on and off.
 
 Every emulated row is timed twice: with the default worker threads (groups in parallel on every
 CPU; keys without a suffix) and with ``CUNUMPY_EMULATOR_THREADS=1`` (serial; keys ending in
-``_t1``). ``benchmarks/bench_emulator.py`` times what this one does not: compiles and cached loads.
+``_t1``). ``*_vs_native`` keys divide by the one-core ``-O2`` row; ``*_vs_native_same_threads``
+divide each row by the anchor with the same number of threads (``_t1`` rows by ``-O2``, the others
+by ``-O2 -fopenmp``). Race checking an element-wise kernel against a checked launch is
+``benchmarks/bench_races.py``; ``benchmarks/bench_emulator.py`` times what this one does not:
+compiles and cached loads.
 
 Usage: ``python benchmarks/bench_emulator_calls.py [--json PATH] [--n N]``.
 """
@@ -33,6 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
+# The OpenMP anchor's threads sleep between its calls instead of spinning, so they take no CPU
+# from the emulated row timed next (read when libgomp loads, before the first call).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 CUDA_PUSH = r"""
 extern "C" __global__ void push(const float* x, const float* v, float dt, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -45,6 +55,9 @@ METAL_PUSH = "uint i = thread_position_in_grid.x; out[i] = x[i] + v[i] * dt;"
 
 NATIVE = r"""
 extern "C" void push(const float* x, const float* v, float dt, float* out, long n) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
     for (long i = 0; i < n; ++i) out[i] = x[i] + v[i] * dt;
 }
 """
@@ -107,12 +120,13 @@ def _best(fn, reps: int) -> float:
     return best
 
 
-def _native(tmp: Path):
+def _native(tmp: Path, openmp: bool = False):
     cxx = shutil.which(os.environ.get("CXX", "g++")) or "g++"
     src = tmp / "native.cpp"
     src.write_text(NATIVE)
-    lib = tmp / "native.so"
-    subprocess.run([cxx, "-O2", "-fPIC", "-shared", "-o", str(lib), str(src)], check=True)
+    lib = tmp / ("native_omp.so" if openmp else "native.so")
+    flags = ["-O2", "-fopenmp"] if openmp else ["-O2"]
+    subprocess.run([cxx, *flags, "-fPIC", "-shared", "-o", str(lib), str(src)], check=True)
     fn = ctypes.CDLL(str(lib)).push
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p,
                    ctypes.c_long]
@@ -169,6 +183,12 @@ def bench_elementwise(results: dict, n: int, reps: int) -> None:
         rows["cuda_checks_no_outputs_decl"] = lambda: (
             _set_threads(None), _set_checks(True), cuda_inout(x, v, ndt, out, nn, n_threads=n))
         rows["native_O2"] = lambda: fn(*args)
+        try:
+            omp, _ = _native(Path(tmp), openmp=True)
+        except subprocess.CalledProcessError:  # no OpenMP: the threaded rows lack their anchor
+            omp = None
+        if omp is not None:
+            rows["native_O2_omp"] = lambda: omp(*args)
         rows["numpy"] = lambda: np.add(x, v * np.float32(dt), out=ref)
         for f in rows.values():  # compile and warm every row first
             _set_checks(True)
@@ -185,6 +205,12 @@ def bench_elementwise(results: dict, n: int, reps: int) -> None:
     for name in best:
         if name != "native_O2":
             results[f"elementwise_{name}_vs_native"] = best[name] / best["native_O2"]
+    threaded = best.get("native_O2_omp")
+    for name in best:
+        if name.startswith(("cuda_", "metal_")):
+            anchor = best["native_O2"] if name.endswith("_t1") else threaded
+            if anchor is not None:
+                results[f"elementwise_{name}_vs_native_same_threads"] = best[name] / anchor
 
 
 def bench_barriers(results: dict, reps: int, groups: int = 64, loops: int = 20) -> None:

@@ -126,8 +126,9 @@ def kernel_engine(kind: str) -> dict[str, Any]:
     ok, reason = _engine_ready(name, engine)
     if _named(kind, setting) != name:
         # The setting chose among engines (``auto``): say what decided it.
-        if kind == "metal" and name == _EMULATOR[kind]:
-            why = _engine_ready("mlx", None)[1].split(";")[0]  # MLX's reason, without its advice
+        if name == _EMULATOR[kind]:
+            gpu = "mlx" if kind == "metal" else "cupy"
+            why = _engine_ready(gpu, None)[1].split(";")[0]  # the GPU's reason, without advice
             reason = f"{setting} chose the emulator: {why}; {reason}"
         else:
             reason = f"{setting} chose {name}: {reason}"

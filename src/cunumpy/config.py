@@ -56,8 +56,9 @@ METAL_ENGINES = ("auto", "mlx", "emulator", "cuda", "emu-metal", "metal-cuda")
 engine table's names ``mlx``, ``emu-metal``, ``metal-cuda``, and the aliases ``emulator``
 (``emu-metal``) and ``cuda`` (``metal-cuda``)."""
 
-CUDA_ENGINES = ("cupy", "emulator")
-"""Engines that run :class:`~cunumpy.kernels.CudaKernel` launches."""
+CUDA_ENGINES = ("auto", "cupy", "emulator")
+"""Values of ``CUNUMPY_CUDA_ENGINE``: ``auto`` and the engines that run
+:class:`~cunumpy.kernels.CudaKernel` launches."""
 
 
 def _choice(var: str, allowed: tuple[str, ...], default: str) -> str:
@@ -112,12 +113,14 @@ def metal_on_cuda() -> bool:
 
 
 def cuda_engine() -> str:
-    """``CUNUMPY_CUDA_ENGINE`` (``cupy`` or ``emulator``): what runs CudaKernel launches.
+    """``CUNUMPY_CUDA_ENGINE`` (``auto``, ``cupy`` or ``emulator``): what runs CudaKernel launches.
 
-    Default ``cupy``. With ``emulator`` a CudaKernel runs on the CPU and takes NumPy arrays where
+    Default ``auto``: ``cupy`` where CuPy imports and a CUDA device computes, else the CPU
+    emulator (engine ``emu-cuda``, with a one-time warning at the first launch). ``cupy``
+    requires the GPU; with ``emulator`` a CudaKernel runs on the CPU and takes NumPy arrays where
     it would take device arrays. Read at every launch.
     """
-    return _choice("CUNUMPY_CUDA_ENGINE", CUDA_ENGINES, "cupy")
+    return _choice("CUNUMPY_CUDA_ENGINE", CUDA_ENGINES, "auto")
 
 
 def require_cuda() -> bool:

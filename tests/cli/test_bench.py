@@ -227,3 +227,44 @@ def test_summary_table_names_the_numba_variant():
     )
     assert _bench._engine_label({"engine": "numba", "details": {"parallel": False}}) == "numba"
     assert _bench._engine_label({"engine": "numpy", "details": {}}) == "numpy"
+
+
+def test_native_engine_equals_the_emulated_push_bit_for_bit():
+    """The native limit (-O3 -march=native -fopenmp, built in the run) computes the kernels'
+    float32 roundings, so the compute-bound row compares like with like."""
+    ok, reason = _runners.engine_status("native")
+    if not ok:
+        pytest.skip(reason)
+    ok, reason = _runners.engine_status("emu-cuda")
+    if not ok:
+        pytest.skip(reason)
+    rng = np.random.default_rng(3)
+    for name in _runners.WORKLOADS:
+        workload = _runners.make_workload(name, **({"nsteps": 37} if name == "push" else {}))
+        inp = workload.make_inputs((3000,), rng)
+        native = _runners.run(workload, "native", inp)
+        emulated = _runners.run(workload, "emu-cuda", inp)
+        assert (native.to_device, native.to_host) == (0, 0)
+        np.testing.assert_array_equal(native.output, emulated.output, err_msg=name)
+        assert _runners.max_relative_error(native.output, workload.reference(inp)) <= (
+            workload.rtol)
+
+
+def test_compute_row_puts_every_engine_beside_native():
+    def result(engine, n, kernel_s, parallel=None):
+        return {"workload": "push", "engine": engine, "n": n, "kernel_s": kernel_s,
+                "agrees": True, "details": {} if parallel is None else {"parallel": parallel}}
+
+    data = {"config": {"push_nsteps": 200}, "results": [
+        result("native", 1024, 0.001), result("native", 4096, 0.004),
+        result("emu-cuda", 1024, 0.002), result("emu-cuda", 4096, 0.010),
+        result("numba", 4096, 0.005, parallel=True), result("numpy", 4096, 0.040),
+        result("emu-metal", 1024, 0.003),
+        {**result("native", 4096, 1.0), "workload": "axpy"},
+    ]}
+    row = _bench.compute_row(data)
+    assert (row["workload"], row["n"], row["nsteps"]) == ("push", 4096, 200)
+    assert [(r["engine"], r["vs_native"]) for r in row["rows"]] == [
+        ("native", 1.0), ("numba parallel", 1.25), ("emu-cuda", 2.5), ("numpy", 10.0)]
+    assert _bench.compute_row({"config": {"push_nsteps": 200}, "results": [
+        result("emu-cuda", 1024, 0.002)]}) is None

@@ -52,14 +52,32 @@ def statuses(monkeypatch):
              "cupy": (False, "CuPy is not installed (test)"), "emu-cuda": (True, "emu ok (test)"),
              "mlx": (False, "MLX has no Metal GPU here (test)"), "emu-metal": (True, "emu ok")}
     monkeypatch.setattr(_table, "engine_status", lambda name: table[name])
+    # what CUNUMPY_CUDA_ENGINE=auto decides by (the process's CuPy probe)
+    monkeypatch.setattr(xp._backend, "cupy_status", lambda: table["cupy"])
     for var in ("CUNUMPY_CUDA_ENGINE", "CUNUMPY_METAL_ENGINE"):
         monkeypatch.delenv(var, raising=False)
     return table
 
 
-def test_default_cuda_engine_that_cannot_run_says_what_to_do(statuses):
+def test_default_cuda_engine_without_a_gpu_is_the_emulator_and_says_why(statuses):
     entry = kernel_engine("cuda")
-    assert entry["engine"] == "cupy" and entry["available"] is False and entry["default"]
+    assert (entry["setting"], entry["engine"], entry["available"]) == ("auto", "emu-cuda", True)
+    assert entry["default"] and entry["hint"] is None
+    assert entry["reason"] == (
+        "auto chose the emulator: CuPy is not installed (test); emu ok (test)")
+
+
+def test_default_cuda_engine_with_a_gpu_is_cupy(statuses):
+    statuses["cupy"] = (True, "CuPy 14.0 with 1 CUDA device(s) (test)")
+    entry = kernel_engine("cuda")
+    assert (entry["setting"], entry["engine"], entry["available"]) == ("auto", "cupy", True)
+    assert entry["reason"] == "auto chose cupy: CuPy 14.0 with 1 CUDA device(s) (test)"
+
+
+def test_cupy_setting_that_cannot_run_says_what_to_do(statuses, monkeypatch):
+    monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "cupy")
+    entry = kernel_engine("cuda")
+    assert entry["engine"] == "cupy" and entry["available"] is False and not entry["default"]
     assert entry["reason"] == "CuPy is not installed (test)"
     assert entry["hint"] == "run with CUNUMPY_CUDA_ENGINE=emulator (the CPU emulator works here)"
 
@@ -73,8 +91,12 @@ def test_emulator_setting_resolves_to_the_emulator(statuses, monkeypatch):
         assert entry["setting"] == "emulator" and not entry["default"]
 
 
-def test_no_emulator_either_is_said(statuses):
+def test_no_emulator_either_is_said(statuses, monkeypatch):
     statuses["emu-cuda"] = (False, "no C++ compiler (test)")
+    entry = kernel_engine("cuda")  # auto: the emulator, which cannot run
+    assert (entry["engine"], entry["available"]) == ("emu-cuda", False)
+    assert entry["hint"] == "install a C++ compiler (g++ or clang++) for the CPU emulator"
+    monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "cupy")
     entry = kernel_engine("cuda")
     assert entry["hint"] == "the CPU emulator cannot run either: no C++ compiler (test)"
 
@@ -107,12 +129,13 @@ def test_info_prints_the_engine_each_kernel_kind_uses(statuses, capsys):
 
     rows = {name: (value, detail) for name, value, detail in _rows(xp.backend_info())}
     value, detail = rows["cuda engine (CudaKernel)"]
-    assert value == "cupy: cannot run"
-    assert detail == ("CUNUMPY_CUDA_ENGINE unset, default cupy; CuPy is not installed (test) -> "
-                      "run with CUNUMPY_CUDA_ENGINE=emulator (the CPU emulator works here)")
+    assert value == "emu-cuda"
+    assert detail == ("CUNUMPY_CUDA_ENGINE unset, default auto; auto chose the emulator: CuPy is "
+                      "not installed (test); emu ok (test)")
+    statuses["emu-cuda"] = (False, "no C++ compiler (test)")
     assert main(["info"]) == 0
     assert "cannot run" in capsys.readouterr().out
     assert main(["info", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["kernel_engines"]["cuda"]["engine"] == "cupy"
+    assert data["kernel_engines"]["cuda"]["engine"] == "emu-cuda"
     assert set(data["kernel_engines"]) == {"cuda", "metal"}

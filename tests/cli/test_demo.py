@@ -44,7 +44,7 @@ def test_demo_small_runs_every_available_engine(tmp_path):
         assert details["parallel"] is uses_parallel(4096 * 3)
         assert "numba: @njit below" in out
     expected_copies = {
-        "numpy": (0, 0), "numba": (0, 0), "emu-cuda": (0, 0),
+        "numpy": (0, 0), "numba": (0, 0), "native": (0, 0), "emu-cuda": (0, 0),
         "cupy": (2, 1), "mlx": (3, 1), "emu-metal": (3, 1),
     }
     nbytes = 4096 * 3 * 4

@@ -335,6 +335,97 @@ def test_ctrl_c_stops_a_long_launch(monkeypatch, threads):
     np.testing.assert_allclose(z, ((1 * 0.999999 + 1) * 0.999999 + 1) * 0.999999 + 1, rtol=1e-6)
 
 
+def test_spread_waits_for_started_calls_before_an_interrupt_goes_on():
+    stop = threading.Event()
+    ended = []
+
+    def call() -> int:  # a worker that runs until cancelled
+        stop.wait(10)
+        ended.append(time.monotonic())
+        return 1
+
+    def here() -> int:
+        time.sleep(0.1)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _workers.spread([call, call], here, stop.set)
+    assert len(ended) == 2  # both had stopped before the interrupt reached us
+    assert _workers.spread([lambda: 2, lambda: 3], lambda: 1, stop.set) == [1, 2, 3]
+
+
+# A long launch on many workers in a process of its own, interrupted 0.5 s in: ``process`` sends
+# SIGINT to the process (the kernel picks the thread; meanwhile the launch may still be handing
+# groups to the workers: before the fix that unwound the launch and left the workers running in
+# freed memory, a crash), ``worker`` sends it to one worker thread, as the kernel may (before the
+# fix the main thread slept in Future.result() until every group had run: minutes).
+_CTRL_C_CHILD = """
+import json, os, signal, sys, threading, time
+import numpy as np
+from cunumpy.emulation import _workers
+from cunumpy.kernels import CudaKernel
+_workers.MIN_THREADS = 1
+target = sys.argv[1]
+k = CudaKernel(sys.argv[2], "slow", engine="emulator")
+n = 32 * 200_000  # 20 ms a block of 32 threads here: minutes on any host unless interrupted
+x = np.ones(n, np.float32)
+y = np.zeros(n, np.float32)
+k(x[:32], y[:32], np.int32(10), grid=1, block=32)
+before = signal.getsignal(signal.SIGINT)
+sent = []
+
+def interrupt():
+    if target == "worker":
+        busy = [t for t in threading.enumerate() if t.name.startswith("cunumpy-emulator") and t.ident]
+        signal.pthread_kill(busy[-1].ident, signal.SIGINT)
+    else:
+        os.kill(os.getpid(), signal.SIGINT)
+    sent.append(time.monotonic())
+
+threading.Timer(0.5, interrupt).start()
+try:
+    k(x, y, np.int32(600_000), grid=n // 32, block=32)
+    outcome = "finished"
+except KeyboardInterrupt:
+    outcome = "interrupted"
+stopped = time.monotonic()
+z = np.zeros(64, np.float32)
+k(x[:64], z, np.int32(3), grid=2, block=32)
+print(json.dumps({"outcome": outcome, "after": stopped - sent[0] if sent else None,
+                  "done": int(np.count_nonzero(y)), "n": n, "z": float(z[-1]),
+                  "handler": signal.getsignal(signal.SIGINT) is before}))
+"""
+
+
+@pytest.mark.parametrize(("target", "threads"), [("process", "16"), ("process", "64"),
+                                                 ("worker", "16")])
+def test_ctrl_c_stops_a_launch_on_many_workers(target, threads):
+    import json
+    import subprocess
+    import sys
+
+    import cunumpy
+
+    CudaKernel(SLOW, "slow", engine="emulator")(
+        np.ones(32, np.float32), np.zeros(32, np.float32), np.int32(1), grid=1, block=32)
+    src = os.path.dirname(os.path.dirname(cunumpy.__file__))
+    env = dict(os.environ, CUNUMPY_EMULATOR_THREADS=threads,
+               PYTHONPATH=os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])))
+    try:
+        out = subprocess.run([sys.executable, "-c", _CTRL_C_CHILD, target, SLOW], env=env,
+                             capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"Ctrl-C ({target}) did not stop a launch on {threads} workers in 120 s: "
+                    f"{exc.stderr!r}")
+    assert out.returncode == 0, f"child exited with {out.returncode}: {out.stderr[-3000:]}"
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["outcome"] == "interrupted", got
+    assert got["after"] is not None and got["after"] < 30, got  # between groups, not at the end
+    assert 0 < got["done"] < got["n"], got  # part of the work done
+    assert got["handler"], got  # Python's SIGINT handler is back
+    assert got["z"] == pytest.approx(((1 * 0.999999 + 1) * 0.999999 + 1) * 0.999999 + 1), got
+
+
 PUSH = "uint i = thread_position_in_grid.x; out[i] = x[i] + v[i] * dt;"
 
 

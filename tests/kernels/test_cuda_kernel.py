@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -66,6 +67,8 @@ def test_default_engine_is_read_at_each_call(monkeypatch, rec):
         with pytest.raises(TypeError, match="NumPy \\(host\\) array"):
             kernel(10, 1.0, x, x.copy())
         assert len(rec.calls) == 1
+        # unset: auto, which is cupy where a CUDA device computes
+        monkeypatch.setattr(cunumpy._backend, "cupy_status", lambda: (True, "a GPU (test)"))
         monkeypatch.delenv("CUNUMPY_CUDA_ENGINE")
         with pytest.raises(TypeError, match="NumPy \\(host\\) array"):
             kernel(10, 1.0, x, x.copy())
@@ -73,6 +76,40 @@ def test_default_engine_is_read_at_each_call(monkeypatch, rec):
         _cuda_engines._engines.pop("emulator", None)
         if saved is not None:
             _cuda_engines._factories["emulator"] = saved
+        _cuda_engines._default_cache[0] = _cuda_engines._UNSET
+
+
+def test_default_engine_without_a_gpu_is_the_emulator_with_one_warning(monkeypatch, rec):
+    from cunumpy.emulation.errors import EmulatorWarning
+
+    monkeypatch.setitem(_cuda_engines._factories, "emulator", lambda: rec)
+    monkeypatch.setattr(_cuda_engines, "_engines", {})
+    monkeypatch.setattr(_cuda_engines, "_warned_auto", [False])
+    monkeypatch.setattr(cunumpy._backend, "cupy_status",
+                        lambda: (False, "CuPy is installed but no CUDA device was found"))
+    monkeypatch.delenv("CUNUMPY_CUDA_ENGINE", raising=False)
+    _cuda_engines._default_cache[0] = _cuda_engines._UNSET
+    try:
+        assert _cuda_engines.resolve_cuda_engine() == "emulator"
+        kernel = CudaKernel(SAXPY, "saxpy")
+        x = f32(10)
+        with pytest.warns(EmulatorWarning) as caught:
+            kernel(10, 1.0, x, x.copy())  # NumPy arrays run, no "move it with to_cupy"
+        assert len(rec.calls) == 1
+        message = str(caught[0].message)
+        assert message == (
+            "CudaKernel runs on the CPU emulator (host-record): CuPy is installed but no CUDA "
+            "device was found. Set CUNUMPY_CUDA_ENGINE=emulator to silence this, or =cupy to "
+            "require a CUDA GPU")
+        assert caught[0].filename == __file__  # points at the call
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            CudaKernel(SAXPY, "saxpy")(10, 1.0, x, x.copy())  # once per process
+            monkeypatch.setattr(_cuda_engines, "_warned_auto", [False])
+            monkeypatch.setenv("CUNUMPY_CUDA_ENGINE", "emulator")  # chosen: no warning
+            CudaKernel(SAXPY, "saxpy")(10, 1.0, x, x.copy())
+        assert len(rec.calls) == 3
+    finally:
         _cuda_engines._default_cache[0] = _cuda_engines._UNSET
 
 

@@ -194,6 +194,10 @@ def test_switching_engines_back_and_forth(monkeypatch, rec):
     monkeypatch.setitem(_cuda_engines._factories, "cupy", lambda: rec)
     monkeypatch.setattr(_cuda_engines, "_engines", {})
     _cuda_engines._default_cache[0] = _cuda_engines._UNSET
+    import cunumpy._backend
+
+    # unset is auto: cupy where a CUDA device computes (as here), else the emulator
+    monkeypatch.setattr(cunumpy._backend, "cupy_status", lambda: (True, "a GPU (test)"))
     try:
         kernel = CudaKernel(SAXPY, "saxpy")
         x = f32(10)

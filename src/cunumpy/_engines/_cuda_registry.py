@@ -3,11 +3,17 @@
 The built-in engines are ``cupy`` (:mod:`cunumpy._engines.cupy`) and ``emulator``
 (:mod:`cunumpy._engines.emu_cuda`, spelled ``emu-cuda``); both are imported at their first
 lookup. The engine table (:mod:`cunumpy._engines._table`) lists them with the Metal engines.
+
+The setting ``auto`` (the default of ``CUNUMPY_CUDA_ENGINE``) is not an engine: it resolves
+(:func:`resolve_cuda_engine`) to ``cupy`` where CuPy imports and a CUDA device computes (the
+process's cached probe, :func:`cunumpy._backend.cupy_status`), else to ``emulator``; the first
+launch that falls back warns once (:func:`warn_cuda_auto_fallback`).
 """
 
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +25,9 @@ __all__ = [
     "default_cuda_engine",
     "get_cuda_engine",
     "register_cuda_engine",
+    "resolve_cuda_engine",
     "unregister_cuda_engine",
+    "warn_cuda_auto_fallback",
 ]
 
 _factories: dict[str, Callable[[], CudaEngine]] = {}
@@ -67,10 +75,50 @@ def cuda_engine_names() -> tuple[str, ...]:
     return tuple(_factories)
 
 
+def resolve_cuda_engine(name: str | None = None) -> str:
+    """The lookup name that the setting ``name`` selects; ``None`` reads ``CUNUMPY_CUDA_ENGINE``.
+
+    ``auto`` is ``cupy`` where CuPy imports and a CUDA device computes, else ``emulator``; any
+    other name is returned as it is (``emu-cuda`` as ``emulator``).
+    """
+    if name is None:
+        name = config.cuda_engine()
+    if name == "auto":
+        from cunumpy._backend import cupy_status
+
+        return "cupy" if cupy_status()[0] else "emulator"
+    return _ALIASES.get(name, name)
+
+
+_warned_auto = [False]
+
+
+def warn_cuda_auto_fallback(engine: CudaEngine, stacklevel: int = 3) -> None:
+    """Warn once per process when ``auto`` (the setting now) chose the CPU emulator for
+    ``engine``, the default engine of a first launch."""
+    if _warned_auto[0] or engine.array_space != "host" or config.cuda_engine() != "auto":
+        return
+    from cunumpy._backend import cupy_status
+
+    ok, reason = cupy_status()
+    if ok:
+        return
+    _warned_auto[0] = True
+    from cunumpy.emulation.errors import EmulatorWarning
+
+    warnings.warn(
+        f"CudaKernel runs on the CPU emulator ({engine.name}): {reason.split(';')[0]}. Set "
+        "CUNUMPY_CUDA_ENGINE=emulator to silence this, or =cupy to require a CUDA GPU",
+        EmulatorWarning,
+        stacklevel=stacklevel,
+    )
+
+
 def get_cuda_engine(name: str | CudaEngine | None = None) -> CudaEngine:
     """The engine object for ``name``; ``None`` means :func:`cunumpy.config.cuda_engine`.
 
-    ``"emu-cuda"`` is accepted for ``"emulator"``. An engine object is returned as it is.
+    ``"emu-cuda"`` is accepted for ``"emulator"``; ``"auto"`` is resolved by
+    :func:`resolve_cuda_engine`. An engine object is returned as it is.
 
     Raises
     ------
@@ -83,7 +131,7 @@ def get_cuda_engine(name: str | CudaEngine | None = None) -> CudaEngine:
         return name
     if name is None:
         name = config.cuda_engine()
-    key = _ALIASES.get(name, name)
+    key = resolve_cuda_engine(name) if name == "auto" else _ALIASES.get(name, name)
     engine = _engines.get(key)
     if engine is not None:
         return engine
@@ -131,7 +179,7 @@ def env_getter() -> Callable[[], Any]:
 
 
 def default_cuda_engine() -> CudaEngine:
-    """The engine named by ``CUNUMPY_CUDA_ENGINE`` now (``cupy`` when unset)."""
+    """The engine named by ``CUNUMPY_CUDA_ENGINE`` now (``auto`` when unset)."""
     raw = _read_env()
     cache = _default_cache
     if raw == cache[0] and cache[1] is not None:

@@ -20,7 +20,13 @@ JSON layout (``schema`` = ``"cunumpy-bench/1"``)::
                   "transfers": {"to_device", "to_host", "bytes_to_device",
                   "bytes_to_host"}}],
      "launch": [{"engine", "launch_us", "calls", "launch_async_us"?}],
+     "compute_row": {"workload", "n", "nsteps", "rows": [{"engine", "kernel_s", "vs_native",
+                     "agrees"}]} or null,
      "failures": [{"workload", "engine", "n", "error"}]}
+
+The ``native`` engine (:mod:`cunumpy.cli._runners_native`) is every workload as a plain C++
+loop built in the run with ``-O3 -march=native -fopenmp``: the machine's limit. ``compute_row``
+is issue 26's compute-bound row, the push on every engine beside it (:func:`compute_row`).
 
 Times are medians over the repeats, in seconds, of steady-state calls: every size of every
 engine first runs untimed (``warmup_runs``), so compilation, loading Numba's cache, the first
@@ -57,6 +63,7 @@ QUICK_SIZES = [2**10, 2**12, 2**14]
 ROOFLINE_OF = {
     "numpy": "host",
     "numba": "host",
+    "native": "host",
     "emu-cuda": "host",
     "emu-metal": "host",
     "cupy": "cuda",
@@ -138,6 +145,11 @@ def launch_overhead(engine: str, calls: int) -> dict[str, Any]:
 
         x = np.zeros(1, np.float32)
         result["launch_us"] = _median_call_us(lambda: noop(x), calls)
+    elif engine == "native":
+        from cunumpy.cli import _runners_native
+
+        x = np.zeros(1, np.float32)
+        result["launch_us"] = _median_call_us(lambda: _runners_native.noop(x), calls)
     elif engine in ("cupy", "emu-cuda"):
         kernel = CudaKernel(_runners.NOOP_CUDA, "noop",
                             engine="cupy" if engine == "cupy" else "emulator")
@@ -297,7 +309,8 @@ def run_bench(
                 from cunumpy.cli._runners_numba import summary
 
                 data["engines"]["numba"]["details"] = summary()
-            calls = {"numpy": 2000, "numba": 2000, "cupy": 2000, "mlx": 200}.get(
+            calls = {"numpy": 2000, "numba": 2000, "native": 2000, "cupy": 2000,
+                     "mlx": 200}.get(
                 e, 10 if quick else 50)
             try:
                 data["launch"].append(launch_overhead(e, calls))
@@ -305,8 +318,27 @@ def run_bench(
                 data["failures"].append({"workload": "launch", "engine": e, "n": 1,
                                          "error": f"{type(exc).__name__}: {exc}"})
     data["wall_s"] = time.perf_counter() - start
+    data["compute_row"] = compute_row(data)
     _print_summary(data, console)
     return data
+
+
+def compute_row(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Issue 26's compute-bound row: the push's kernel time on every engine at the largest size
+    that the ``native`` engine (``-O3 -march=native -fopenmp``, built in this run) and another
+    engine both ran, with each engine's ratio to native. ``None`` when there is no such size."""
+    push = [r for r in data["results"] if r["workload"] == "push" and r["kernel_s"] > 0]
+    native = {r["n"]: r for r in push if r["engine"] == "native"}
+    shared = [n for n in native if any(r["n"] == n and r["engine"] != "native" for r in push)]
+    if not shared:
+        return None
+    n = max(shared)
+    base = native[n]["kernel_s"]
+    rows = [{"engine": _engine_label(r), "kernel_s": r["kernel_s"],
+             "vs_native": r["kernel_s"] / base, "agrees": r["agrees"]}
+            for r in push if r["n"] == n]
+    rows.sort(key=lambda r: r["kernel_s"])
+    return {"workload": "push", "n": n, "nsteps": data["config"]["push_nsteps"], "rows": rows}
 
 
 def _engine_label(result: dict[str, Any]) -> str:
@@ -333,6 +365,13 @@ def _print_summary(data: dict[str, Any], console: Console) -> None:
          "copies in/out"],
         rows, styles,
     )
+    row = data.get("compute_row")
+    if row:
+        console.print(
+            f"compute-bound row (push, {row['nsteps']} steps, n={row['n']:,}; kernel time and "
+            "ratio to native C++ -O3 -march=native -fopenmp): " + ", ".join(
+                f"{r['engine']} {r['kernel_s'] * 1e3:.3f} ms ({r['vs_native']:.2f}x)"
+                for r in row["rows"]))
     if data["launch"]:
         console.print("launch overhead (one element, waiting for completion): " + ", ".join(
             f"{x['engine']} {x['launch_us']:.1f} us" for x in data["launch"]))

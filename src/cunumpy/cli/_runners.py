@@ -37,7 +37,8 @@ __all__ = [
     "run",
 ]
 
-_HOST_ENGINES = {"numpy": "host, NumPy", "numba": "host, Numba"}
+_HOST_ENGINES = {"numpy": "host, NumPy", "numba": "host, Numba",
+                 "native": "host, C++ -O3 -march=native -fopenmp"}
 
 ENGINES = (*_HOST_ENGINES, *_table.ENGINES)
 """Every engine the demo and the benchmark know, in the order they are shown: the host
@@ -62,6 +63,10 @@ def _status(name: str) -> tuple[bool, str]:
         except Exception as exc:  # a broken install can raise anything
             return False, f"Numba failed to import: {type(exc).__name__}: {exc}"
         return True, f"Numba {numba.__version__}"
+    if name == "native":
+        from cunumpy.cli import _runners_native
+
+        return _runners_native.status()
     if name in _table.ENGINES:
         return tuple(_table.engine_status(name))  # type: ignore[return-value]
     raise ValueError(f"unknown engine {name!r}; known engines: {', '.join(ENGINES)}")
@@ -115,6 +120,10 @@ class Workload:
         raise NotImplementedError
 
     def host_numba(self, inp: Inputs) -> np.ndarray:
+        raise NotImplementedError
+
+    def host_native(self, inp: Inputs) -> np.ndarray:
+        """The same loop in C++, ``-O3 -march=native -fopenmp`` (:mod:`._runners_native`)."""
         raise NotImplementedError
 
     def cuda_args(self, dev: dict[str, Any], out: Any, inp: Inputs) -> tuple:
@@ -223,6 +232,11 @@ class Push(Workload):
            np.float32(inp.scalars["dt"]), self.nsteps, out)
         return out.reshape(inp.shape)
 
+    def host_native(self, inp):
+        out = _native().push(inp.arrays["pos"].reshape(-1), inp.arrays["vel"].reshape(-1),
+                             inp.scalars["dt"], self.nsteps)
+        return out.reshape(inp.shape)
+
     def cuda_args(self, dev, out, inp):
         return (dev["pos"], dev["vel"], float(inp.scalars["dt"]), out, int(inp.size))
 
@@ -261,6 +275,11 @@ class Axpy(Workload):
         out = np.empty(inp.size, np.float32)
         _numba_functions().axpy(np.float32(inp.scalars["a"]), inp.arrays["x"].reshape(-1),
                                    inp.arrays["y"].reshape(-1), out)
+        return out.reshape(inp.shape)
+
+    def host_native(self, inp):
+        out = _native().axpy(inp.scalars["a"], inp.arrays["x"].reshape(-1),
+                             inp.arrays["y"].reshape(-1))
         return out.reshape(inp.shape)
 
     def cuda_args(self, dev, out, inp):
@@ -312,6 +331,11 @@ class Interp(Workload):
         out = np.empty(inp.size, np.float32)
         _numba_functions().interp(inp.arrays["pos"].reshape(-1), inp.arrays["field"],
                                      int(inp.scalars["m"]), out)
+        return out.reshape(inp.shape)
+
+    def host_native(self, inp):
+        out = _native().interp(inp.arrays["pos"].reshape(-1), inp.arrays["field"],
+                               int(inp.scalars["m"]))
         return out.reshape(inp.shape)
 
     def cuda_args(self, dev, out, inp):
@@ -394,6 +418,12 @@ def _numba_functions() -> Any:
     return _runners_numba
 
 
+def _native() -> Any:
+    from cunumpy.cli import _runners_native
+
+    return _runners_native
+
+
 def _workloads() -> dict[str, type[Workload]]:
     return {"push": Push, "axpy": Axpy, "interp": Interp}
 
@@ -464,7 +494,8 @@ def run(workload: Workload, engine: str, inp: Inputs) -> RunResult:
     with count_transfers() as c:
         if family == "host":
             t0 = clock()
-            host = workload.host_numpy(inp) if engine == "numpy" else workload.host_numba(inp)
+            host = {"numpy": workload.host_numpy, "numba": workload.host_numba,
+                    "native": workload.host_native}[engine](inp)
             t2 = clock()
             t1, t3 = t0, t2
         elif family == "cuda":

@@ -3,9 +3,9 @@ report into an exception. Dialect-neutral: the dialect supplies its vocabulary."
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import ctypes
+import functools
 import random
 import threading
 from collections.abc import Sequence
@@ -215,9 +215,16 @@ def _parallel(
     lib: Library, desc: _LaunchDesc, report: _Report, counters: _Shared, workers: int,
     groups: int,
 ) -> int:
-    """Run ``desc`` on ``workers`` copies of ``lib``; merge their reports into ``report``."""
+    """Run ``desc`` on ``workers`` copies of ``lib``, the first on this thread; merge their
+    reports into ``report``. On the main thread the first copy catches SIGINT for the whole
+    launch (``LAUNCH_SIGINT``: the handler is process-wide and sets the shared cancel flag, so
+    every worker stops between two groups whichever thread takes the signal); an exception
+    here (Ctrl-C while the launch is handed out) stops the workers before it goes on
+    (:func:`cunumpy.emulation._workers.spread`)."""
     copies = _workers.instances(lib, workers)
+    sigint = LAUNCH_SIGINT if threading.current_thread() is _MAIN else 0
     if len(copies) < 2:
+        desc.flags |= sigint
         return lib.launch(ctypes.addressof(desc))
     base = ctypes.addressof(counters)
     reports = [_Report() for _ in copies]
@@ -231,14 +238,13 @@ def _parallel(
         d.stop = base + _Shared.stop.offset
         d.batch = _workers.batch_size(groups, len(copies))
         descs.append(d)
-    pool = _workers.pool(len(copies))
-    futures = [pool.submit(fn, ctypes.addressof(d)) for (fn, _), d in zip(copies, descs)]
-    try:
-        codes = [f.result() for f in futures]
-    except BaseException:
-        counters.cancel = 1  # Ctrl-C (or another exception) while waiting: stop the workers
-        concurrent.futures.wait(futures)
-        raise
+    descs[0].flags |= sigint
+    calls = [functools.partial(fn, ctypes.addressof(d)) for (fn, _), d in zip(copies, descs)]
+
+    def cancel() -> None:
+        counters.cancel = 1
+
+    codes = _workers.spread(calls[1:], calls[0], cancel, keep=(desc, descs, reports, counters))
     failed = [r for r in reports if r.count]
     if failed:
         first = min(failed, key=lambda r: r.position)

@@ -13,6 +13,7 @@ threads (``CUNUMPY_EMULATOR_THREADS``).
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 import numpy as np
@@ -77,11 +78,10 @@ def _spread(fn: Any, arr: np.ndarray, value: int) -> list[int]:
     if parts <= 1:
         return [fn(base, n, item, value)]
     step = -(-n // parts)
-    futures = [
-        _workers.pool(parts).submit(fn, base + k * item, min(step, n - k), item, value)
-        for k in range(0, n, step)
-    ]
-    return [f.result() for f in futures]
+    calls = [functools.partial(fn, base + k * item, min(step, n - k), item, value)
+             for k in range(0, n, step)]
+    # Each part is short (memory-bound): nothing to cancel, only to wait for (keep: the array).
+    return _workers.spread(calls[1:], calls[0], lambda: None, keep=arr)
 
 
 def poison(arr: np.ndarray, variant: int = 0, lib: Any = None) -> bool:

@@ -9,6 +9,15 @@ go through ctypes, which releases the GIL, so the workers are ordinary Python th
 
 When a launch is worth spreading is decided by :func:`plan`: enough threads, more than one
 group, and nothing that needs the serial order (race checking, ``printf``).
+
+Ctrl-C. The calling thread runs one of the calls itself (:func:`spread`), so that on the main
+thread the kernel library's own SIGINT handler is installed for the whole launch (it stops every
+worker between two groups, whichever thread the kernel delivers the signal to). Whatever
+interrupts the calling thread (a ``KeyboardInterrupt`` at any point, also while the calls are
+being handed out), :func:`spread` first has the calls stopped, then waits until none runs or can
+still start, and only then lets the exception go on: no worker is left inside a launch whose
+buffers and descriptors the caller is about to free. The waits are timed (:data:`POLL`), so a
+signal that the kernel delivered to another thread is still handled within that time.
 """
 
 from __future__ import annotations
@@ -18,12 +27,15 @@ import ctypes
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from cunumpy import config
 from cunumpy.emulation._build import Library
 
-__all__ = ["MIN_THREADS", "MIN_THREADS_SYNC", "batch_size", "instances", "plan", "pool"]
+__all__ = [
+    "MIN_THREADS", "MIN_THREADS_SYNC", "POLL", "batch_size", "instances", "plan", "pool", "spread",
+]
 
 MIN_THREADS = 1 << 17
 """Fewest threads of a launch of a kernel that never synchronises for the workers to pay. Measured
@@ -33,6 +45,9 @@ small launches from getting slower."""
 
 MIN_THREADS_SYNC = 1 << 13
 """The same for a kernel that synchronises (fibers: some tens of ns per thread and barrier)."""
+
+POLL = 0.05
+"""Seconds between two looks at pending signals while the calling thread waits for workers."""
 
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
@@ -64,6 +79,74 @@ def pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
             if old is not None:
                 old.shutdown(wait=False)
         return _POOL
+
+
+class _Job:
+    """The calls of one :func:`spread` on the pool: a call starts only while the job is open,
+    and :meth:`close` returns once no call runs (worker threads get no ``KeyboardInterrupt``, so
+    their side of this bookkeeping is never cut short)."""
+
+    def __init__(self, keep: object) -> None:
+        self.cond = threading.Condition()
+        self.active = 0
+        self.closed = False
+        self.keep = keep  # what the calls point into stays alive while one may run
+
+    def run(self, call: Callable[[], int]) -> int:
+        with self.cond:
+            if self.closed:
+                return 0
+            self.active += 1
+        try:
+            return call()
+        finally:
+            with self.cond:
+                self.active -= 1
+                self.cond.notify_all()
+
+    def close(self) -> None:
+        """No further call starts; wait (through further Ctrl-C) until the running ones end."""
+        while True:
+            try:
+                with self.cond:
+                    self.closed = True
+                    while self.active:
+                        self.cond.wait(POLL)
+                return
+            except KeyboardInterrupt:  # a second Ctrl-C: the workers still hold our memory
+                continue
+
+
+def _wait(futures: Sequence[concurrent.futures.Future]) -> None:
+    """Until every future is done, in timed waits (signals are handled between two)."""
+    pending = set(futures)
+    while pending:
+        _, pending = concurrent.futures.wait(pending, timeout=POLL)
+
+
+def spread(
+    calls: Sequence[Callable[[], int]], here: Callable[[], int], cancel: Callable[[], None],
+    keep: Any = None,
+) -> list[int]:
+    """Run ``here`` on this thread and ``calls`` on the pool; their results, ``here``'s first.
+
+    If this thread is interrupted at any point (Ctrl-C, or any other exception), ``cancel()``
+    asks the calls to stop, and the exception is raised once none of them runs or can still
+    start. ``keep`` is what the calls point into (descriptors, reports): it lives until then.
+    """
+    job = _Job(keep)
+    futures: list[concurrent.futures.Future] = []
+    try:
+        workers = pool(len(calls))
+        for call in calls:
+            futures.append(workers.submit(job.run, call))
+        first = here()
+        _wait(futures)
+        return [first] + [f.result() for f in futures]
+    except BaseException:
+        cancel()
+        job.close()
+        raise
 
 
 LaunchFn = Callable[[int], int]

@@ -26,7 +26,11 @@ import numpy as np
 from cunumpy import config
 from cunumpy._engines._base import Program
 from cunumpy._engines._cuda import DEFAULT_LIMITS, CudaEngine, CudaLaunchError, CudaLimits
-from cunumpy._engines._cuda_registry import default_cuda_engine, get_cuda_engine
+from cunumpy._engines._cuda_registry import (
+    default_cuda_engine,
+    get_cuda_engine,
+    warn_cuda_auto_fallback,
+)
 from cunumpy._engines._cuda_registry import env_value as _cuda_engines_env_value
 from cunumpy._lang.cuda_preprocess import defines_from_options
 from cunumpy._lang.cuda_signature import (
@@ -129,7 +133,9 @@ class CudaKernel:
         bit-fields or base classes, template types with no dtype).
     engine : str or CudaEngine, optional
         What runs the launches: ``"cupy"``, ``"emulator"`` or an engine object. Default: the
-        engine named by ``CUNUMPY_CUDA_ENGINE`` at each call (``cupy`` when unset).
+        engine named by ``CUNUMPY_CUDA_ENGINE`` at each call; when unset (``auto``), ``cupy``
+        where a CUDA device computes, else the CPU emulator (``emu-cuda``; the first launch
+        warns once).
     debug : bool, optional
         Synchronise after every launch and re-raise errors from the kernel's execution as
         :class:`~cunumpy.kernels.CudaLaunchError` naming the kernel, grid and block. Default:
@@ -646,7 +652,11 @@ class CudaKernel:
     __call__ = property(operator.attrgetter("_call"))
 
     def _first_call(self, *args: Any, **kwargs: Any) -> None:
-        engine = self._engine if self._engine is not None else default_cuda_engine()
+        if self._engine is None:
+            engine = default_cuda_engine()
+            warn_cuda_auto_fallback(engine, stacklevel=3)
+        else:
+            engine = self._engine
         launcher = self._launcher_for(engine)
         self._call = launcher
         return launcher(*args, **kwargs)
@@ -654,6 +664,7 @@ class CudaKernel:
     def _redispatch(self, args: tuple, kwargs: dict[str, Any]) -> None:
         """``CUNUMPY_CUDA_ENGINE`` changed since the installed launcher was built."""
         engine = default_cuda_engine()
+        warn_cuda_auto_fallback(engine, stacklevel=4)
         launcher = self._launcher_for(engine)
         self._env_cells[engine][0] = _cuda_engines_env_value()
         self._call = launcher

@@ -101,6 +101,10 @@ def _cuda_where(port: Any) -> _Where | str:
             name = config.cuda_engine()
         except ValueError as exc:
             return str(exc)
+        if name == "auto":  # cupy where a CUDA device computes, else the emulator
+            from cunumpy._engines._cuda_registry import resolve_cuda_engine
+
+            name = resolve_cuda_engine(name)
         if name == "emulator":
             missing = _no_compiler("CUDA")
             if missing:
