@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cunumpy._version import __version__
-from cunumpy.emulation import _cache
+from cunumpy.emulation import _cache, _lanes
 from cunumpy.emulation._toolchain import Compiler, find_compiler
 from cunumpy.emulation.errors import KernelCompileError
 
@@ -53,6 +53,7 @@ _BASE_FLAGS = (
     "-fvisibility=hidden",
     "-Wno-attributes",
     "-g1",
+    *_lanes.LANE_FLAGS,
 )
 """``-g1`` (line tables only; no effect on the code) lets failure reports name the source line
 of a failing access from its code address."""
@@ -109,7 +110,8 @@ def runtime_headers() -> tuple[tuple[str, str], ...]:
 
 def compile_flags(compiler: Compiler | None = None) -> tuple[str, ...]:
     """Flags every kernel library is compiled with (without ``-shared``/output)."""
-    return _BASE_FLAGS + half_flags(compiler or find_compiler())
+    compiler = compiler or find_compiler()
+    return _BASE_FLAGS + half_flags(compiler) + _lanes.isa_flags(compiler)
 
 
 _HALF_PROBE = """#if !defined(__FLT16_MANT_DIG__)

@@ -79,6 +79,13 @@
 #define CN_THREAD_FN CN_NOTSAN __attribute__((always_inline))
 #endif
 #define CN_ABI_VERSION 3
+// Lanes (cunumpy/emulation/_lanes.py): the grid walk's loop over the threads of a row is an
+// OpenMP SIMD loop (-fopenmp-simd: no runtime library), so that the compiler runs consecutive
+// threads in the lanes of the vector registers where it can vectorise the kernel body. Off in
+// race-checking builds (every access is instrumented: nothing to vectorise).
+#ifndef CN_LANES
+#define CN_LANES (!CN_RACES)
+#endif
 
 // The emulator's own loads and stores made from instrumented code (the grid walk, the builtins)
 // in race-checking builds: as inline assembly, which the instrumentation does not see, so that
@@ -1250,6 +1257,14 @@ inline uint64_t mix64(uint64_t z) {
 #else
 #define CN_WALK CN_NOTSAN __attribute__((always_inline))
 #endif
+template <class F>
+CN_WALK inline void run_lane(F& k, const ThreadInfo& row, uint32_t x, uint32_t pos, uint32_t lin) {
+  ThreadInfo v = row;
+  v.tid[0] = x;
+  v.pos[0] = pos;
+  v.lin = lin;
+  k(static_cast<const ThreadInfo&>(v));
+}
 template <bool Current, class F>
 CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel) {
   ThreadInfo* cur = &t;
@@ -1267,6 +1282,20 @@ CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel) {
       u.tid[1] = y;
       u.pos[1] = b1 + y;
       if (Current) quiet_store(&cur->tid[1], y);
+#if CN_LANES
+      if (!Current) {
+        const ThreadInfo row = u;
+        // The grid position is the induction variable (it does not wrap: the loop stops before
+        // b0 + nx <= grid), so that an index computed from it is affine for the vectoriser.
+        const uint32_t c = row.gid[0] * row.dsize[0], e = c + nx, l0 = i - c;
+#pragma omp simd
+        for (uint32_t p = c; p < e; ++p) {
+          run_lane(k, row, p - c, p, l0 + p);
+        }
+        i += nx;
+        continue;
+      }
+#endif
       for (uint32_t x = 0; x < nx; ++x, ++i) {
         u.tid[0] = x;
         u.pos[0] = b0 + x;
