@@ -226,3 +226,28 @@ def test_the_push_is_vectorised(engine, monkeypatch):
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(rf"^{where}:\d+:\d+: optimized: loop vectorized", done.stderr, re.M), \
         done.stderr[-2000:]
+
+
+METAL_HISTOGRAM = """
+uint i = thread_position_in_grid.x;
+atomic_fetch_add_explicit((device atomic_uint*)&hist[uint(a[i] * 8.0f)], 1u,
+                          memory_order_relaxed);
+"""
+
+
+def test_metal_device_atomics_in_a_lane_loop_count_every_thread(private_cache, monkeypatch):
+    """Serial launches run atomics as plain read-modify-writes: the lane loop must not run
+    them in vector lanes (eight threads adding to one bin would count once)."""
+    monkeypatch.setenv("CUNUMPY_EMULATOR_THREADS", "1")
+    a = np.random.default_rng(6).random(4096, dtype=np.float32)
+
+    def run():
+        k = MetalKernel(METAL_HISTOGRAM, ["a"], ["hist"], atomic_outputs=True,
+                        init_value=0, emulator_options=EmulatorOptions(checks=False))
+        hist = k(a, output_shapes=[(8,)], output_dtypes=[np.uint32], n_threads=a.size,
+                 engine="emulator")
+        return np.array(hist.get() if hasattr(hist, "get") else hist)
+
+    on, off = _both(monkeypatch, run)
+    _bits_equal(on, off)
+    np.testing.assert_array_equal(on, np.bincount((a * 8).astype(int), minlength=8))
