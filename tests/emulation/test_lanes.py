@@ -72,7 +72,7 @@ def _both(monkeypatch, run):
     """``run()`` with lanes on, then off (fresh variants each time); the two results."""
     results = []
     for value in ("1", "0"):
-        monkeypatch.setenv(_lanes.ENV, value)
+        monkeypatch.setenv("CUNUMPY_EMULATOR_LANES", value)
         emu_cuda.forget_variants()
         emu_metal.forget_variants()
         _build.forget_loaded()
@@ -132,7 +132,7 @@ def test_metal_lanes_on_and_off_agree_bit_for_bit(private_cache, monkeypatch, ch
 
 
 def test_out_of_bounds_names_the_thread_with_lanes_on(private_cache, monkeypatch):
-    monkeypatch.setenv(_lanes.ENV, "1")
+    monkeypatch.setenv("CUNUMPY_EMULATOR_LANES", "1")
     monkeypatch.setenv("CUNUMPY_EMULATOR_CHECKS", "1")
     src = PUSH.replace("out[i] = x;", "out[i + (i == 300 ? 5000 : 0)] = x;")
     k = CudaKernel(src, "push", engine="emulator")
@@ -201,7 +201,7 @@ def test_isa_level_from_cpuinfo():
 def test_the_push_is_vectorised(engine, monkeypatch):
     """The compiler reports the lane loop of the unchecked push vectorised (GCC's
     -fopt-info-vec), with the flags kernels are built with."""
-    monkeypatch.setenv(_lanes.ENV, "1")
+    monkeypatch.setenv("CUNUMPY_EMULATOR_LANES", "1")
     compiler = find_compiler()
     if compiler.family != "gcc":
         pytest.skip("the report is GCC's")

@@ -22,19 +22,19 @@ builtins read the thread that the scalar loop keeps in ``cn::g.cur``, which a la
 keep up to date, so only a body that cannot read it (no calls but arithmetic ones) gets a copy,
 with its leading early return (``if (i >= n) return;``) taken out and checked for the whole row
 first. Checked builds stay scalar: a failing bounds check is a call that reports the thread.
-``CUNUMPY_EMULATOR_LANES=0`` switches lanes off.
+``CUNUMPY_EMULATOR_LANES=0`` switches lanes off (:func:`cunumpy.config.emulator_lanes`).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import platform
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cunumpy import config
 from cunumpy.emulation._toolchain import Compiler
 
 __all__ = [
@@ -42,14 +42,9 @@ __all__ = [
     "switch_flags",
 ]
 
-ENV = "CUNUMPY_EMULATOR_LANES"
-"""Set to ``0`` to compile kernels without lanes (every thread one after another, scalar): the
-results are the same bit for bit; it exists to compare and to rule lanes out."""
-
-
 def enabled() -> bool:
-    """Whether kernels compiled now use lanes (``CUNUMPY_EMULATOR_LANES`` is not ``0``)."""
-    return os.environ.get(ENV, "1").strip() not in ("0", "off", "false", "no")
+    """Whether kernels compiled now use lanes (:func:`cunumpy.config.emulator_lanes`)."""
+    return config.emulator_lanes()
 
 
 def switch_flags() -> tuple[str, ...]:
