@@ -246,6 +246,23 @@ EMULATOR_PROGRESS = ("auto", "on", "off")
 """Values of ``CUNUMPY_EMULATOR_PROGRESS``."""
 
 
+def emulator_lanes() -> bool:
+    """``CUNUMPY_EMULATOR_LANES`` (``on`` or ``off``; ``1``/``0`` too, default on): whether
+    kernels compiled for the CPU emulator run consecutive threads in SIMD lanes
+    (``docs/emulation.md``, "SIMD lanes"). Results are the same bit for bit either way; ``off``
+    exists to compare and to rule lanes out. Read at every compile (part of the cache key).
+    """
+    raw = os.environ.get("CUNUMPY_EMULATOR_LANES", "").strip().lower()
+    value = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off",
+             "": "on"}.get(raw, raw)
+    if value not in ("on", "off"):
+        raise ValueError(
+            f"environment variable CUNUMPY_EMULATOR_LANES="
+            f"{os.environ['CUNUMPY_EMULATOR_LANES']!r} is not one of on, off"
+        )
+    return value == "on"
+
+
 def emulator_progress() -> bool:
     """``CUNUMPY_EMULATOR_PROGRESS`` (``auto``, ``on`` or ``off``; ``1``/``0`` too): whether a
     long emulated launch shows a progress bar on standard error.

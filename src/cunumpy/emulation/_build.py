@@ -3,7 +3,9 @@
 One library per kernel variant. Compiler flags favour both compile and run time: ``-O2``
 (``-O1`` compiles barely faster here and runs element-wise kernels slower), ``-std=c++17``,
 ``-fno-strict-aliasing`` (kernels cast buffer pointers freely), ``-fvisibility=hidden``, and no
-``-march=native`` (libraries stay valid on any machine of the same ISA, which is in the key).
+``-march=native``: on x86-64 the CPU's psABI level (``-march=x86-64-v3``...), with
+``-fopenmp-simd -ffp-contract=off`` for the lane loop (:mod:`._lanes`); libraries stay valid on
+any machine of the same ISA and level, which the flags put in the key.
 
 The runtime headers are precompiled once per compiler and flag set (a GCC ``.gch`` or a Clang
 ``.pch``, kept in the same cache under the ``pch`` engine), which halves the compile time of a
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cunumpy._version import __version__
-from cunumpy.emulation import _cache
+from cunumpy.emulation import _cache, _lanes
 from cunumpy.emulation._toolchain import Compiler, find_compiler
 from cunumpy.emulation.errors import KernelCompileError
 
@@ -53,6 +55,7 @@ _BASE_FLAGS = (
     "-fvisibility=hidden",
     "-Wno-attributes",
     "-g1",
+    *_lanes.LANE_FLAGS,
 )
 """``-g1`` (line tables only; no effect on the code) lets failure reports name the source line
 of a failing access from its code address."""
@@ -109,7 +112,9 @@ def runtime_headers() -> tuple[tuple[str, str], ...]:
 
 def compile_flags(compiler: Compiler | None = None) -> tuple[str, ...]:
     """Flags every kernel library is compiled with (without ``-shared``/output)."""
-    return _BASE_FLAGS + half_flags(compiler or find_compiler())
+    compiler = compiler or find_compiler()
+    return (_BASE_FLAGS + half_flags(compiler) + _lanes.isa_flags(compiler)
+            + _lanes.switch_flags())
 
 
 _HALF_PROBE = """#if !defined(__FLT16_MANT_DIG__)

@@ -93,7 +93,7 @@ from cunumpy._cuda_common import DEFAULT_LIMITS, CudaCompileError
 from cunumpy._lang.cuda_macros import expand_kernel_macros
 from cunumpy._lang.cuda_preprocess import active_text, defines_from_options
 from cunumpy._lang.cuda_signature import C_TYPES, CudaParam
-from cunumpy.emulation import _build, _launch
+from cunumpy.emulation import _build, _lanes, _launch
 from cunumpy.emulation._cuda_names import rename_user_typedefs
 from cunumpy.emulation._cuda_outputs import poison_and_check
 from cunumpy.emulation._cuda_ptx import rewrite_asm
@@ -106,6 +106,7 @@ from cunumpy.emulation._cuda_rewrite import (
     uses_grid_sync,
 )
 from cunumpy.emulation._cuda_undefined import UbReport, check_report, meta_words
+from cunumpy.emulation._lanes import LaneKernel, cuda_lane_kernel
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation.errors import EmulationError, EmulatorWarning, KernelCompileError
@@ -318,6 +319,14 @@ def generate_source(
     lines.append(f'#line 1 "{program.label}"')
     body = noinline_qualifiers(rw.text)
     lines.append(body if body.endswith("\n") else body + "\n")
+    # The kernel's lane copy (SIMD across threads, emulation/_lanes.py): unchecked loop-mode
+    # builds of kernels whose body has nothing that reads the thread from the runtime.
+    lane = None
+    if _lanes.enabled() and not checks and not (rw.sync or coop) and rw.thread_param:
+        lane = cuda_lane_kernel(body, program.name.rsplit("::", 1)[-1], program.call)
+    if lane is not None:
+        lines.append('#line 1 "cn-lanes"')
+        lines.append(lane.text)
     lines.append('#line 1 "cn-launch"')
     lines.append("CN_EXPORT int cn_launch(const cn::LaunchDesc* cn_d) {")
     lines.append(f"  if (cn_d->abi != CN_ABI_VERSION || cn_d->nbuffers != {n + 1}) return -2;")
@@ -356,8 +365,11 @@ def generate_source(
         f"    CN_RACE_TRY {program.call}({', '.join((['cn_t'] if rw.thread_param else []) + names)});"
         " CN_RACE_CATCH",
         "  };",
+        *_lane_functors(lane, names),
         f"  int cn_rc = cn::run_grid<{'true' if rw.sync or coop else 'false'}, "
-        f"{'true' if checks else 'false'}>(cn_d, {nslots}, cn_fn);",
+        f"{'true' if checks else 'false'}>(cn_d, {nslots}, cn_fn"
+        + (", &cn_lanes" if lane else "") + (", &cn_guard" if lane and lane.guard_call else "")
+        + ");",
         "  std::fflush(stdout);",
         "  return cn_rc;",
         "}",
@@ -366,6 +378,19 @@ def generate_source(
     prints = re.search(r"\bprintf\s*\(", rw.text) is not None
     return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync or coop, texts, prints,
                      coop)
+
+
+def _lane_functors(lane: LaneKernel | None, names: list[str]) -> list[str]:
+    """The launcher's lambdas that call a kernel's lane copy and its guard."""
+    if lane is None:
+        return []
+    args = ", ".join(["cn_t", *names])
+    out = ["  auto cn_lanes = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {",
+           f"    {lane.lanes_call}({args});", "  };"]
+    if lane.guard_call:
+        out += ["  auto cn_guard = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {",
+                f"    return {lane.guard_call}({args});", "  };"]
+    return out
 
 
 def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:

@@ -79,6 +79,13 @@
 #define CN_THREAD_FN CN_NOTSAN __attribute__((always_inline))
 #endif
 #define CN_ABI_VERSION 3
+// Lanes (cunumpy/emulation/_lanes.py): the grid walk's loop over the threads of a row is an
+// OpenMP SIMD loop (-fopenmp-simd: no runtime library), so that the compiler runs consecutive
+// threads in the lanes of the vector registers where it can vectorise the kernel body. Off in
+// race-checking builds (every access is instrumented: nothing to vectorise).
+#ifndef CN_LANES
+#define CN_LANES (!CN_RACES)
+#endif
 
 // The emulator's own loads and stores made from instrumented code (the grid walk, the builtins)
 // in race-checking builds: as inline assembly, which the instrumentation does not see, so that
@@ -1250,8 +1257,34 @@ inline uint64_t mix64(uint64_t z) {
 #else
 #define CN_WALK CN_NOTSAN __attribute__((always_inline))
 #endif
-template <bool Current, class F>
-CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel) {
+//
+// One thread of a lane loop: its ThreadInfo is made here, in an inlined callee, rather than in
+// the loop body, where the OpenMP SIMD lowering would give every lane a copy in memory (an
+// "omp simd array") that keeps the loop from being vectorised.
+struct NoLanes {
+  void operator()(const ThreadInfo&) const {}
+};
+template <class F>
+CN_WALK inline void run_lane(F& k, const ThreadInfo& row, uint32_t x, uint32_t pos, uint32_t lin) {
+  ThreadInfo v = row;
+  v.tid[0] = x;
+  v.pos[0] = pos;
+  v.lin = lin;
+  k(static_cast<const ThreadInfo&>(v));
+}
+template <class G>
+CN_WALK inline bool run_guard(G& k, const ThreadInfo& row, uint32_t x, uint32_t pos, uint32_t lin) {
+  ThreadInfo v = row;
+  v.tid[0] = x;
+  v.pos[0] = pos;
+  v.lin = lin;
+  return k(static_cast<const ThreadInfo&>(v));
+}
+template <bool Current, class F, class L = NoLanes, class G = NoLanes>
+CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel,
+                               const L* lanes = nullptr, const G* guard = nullptr) {
+  (void)lanes;
+  (void)guard;
   ThreadInfo* cur = &t;
   quiet_store(&g.cur, static_cast<const ThreadInfo*>(cur));
   ThreadInfo u = t;
@@ -1267,6 +1300,64 @@ CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel) {
       u.tid[1] = y;
       u.pos[1] = b1 + y;
       if (Current) quiet_store(&cur->tid[1], y);
+#if CN_LANES
+      // Lanes: the row's threads as an OpenMP SIMD loop. A kernel whose every thread must
+      // keep g.cur up to date (Current) runs here only through its lane copy (`lanes`, made by
+      // cunumpy/emulation/_lanes.py: no calls, nothing that reads g.cur), and only for rows where
+      // no thread takes the kernel's leading early return (`guard`, evaluated for the whole row
+      // first, itself a SIMD loop); other rows run the kernel itself, one thread at a time.
+      if (!Current || lanes) {
+        const ThreadInfo row = u;
+        // The grid position is the induction variable (it does not wrap: the loop stops before
+        // c + nx <= grid), so that an index computed from it is affine for the vectoriser.
+        const uint32_t c = row.gid[0] * row.dsize[0], e = c + nx, l0 = i - c;
+        int any = 0;
+        if constexpr (!std::is_same<G, NoLanes>::value) {
+          if (guard) {
+            auto gk = *guard;
+            if (e <= uint32_t(INT32_MAX)) {
+              const int32_t sc = int32_t(c), se = int32_t(e);
+#pragma omp simd reduction(| : any)
+              for (int32_t q = sc; q < se; ++q) {
+                const uint32_t p = uint32_t(q);
+                any |= int(run_guard(gk, row, p - c, p, l0 + p));
+              }
+            } else {
+#pragma omp simd reduction(| : any)
+              for (uint32_t p = c; p < e; ++p) any |= int(run_guard(gk, row, p - c, p, l0 + p));
+            }
+          }
+        }
+        if (!any) {
+          if constexpr (!std::is_same<L, NoLanes>::value) {
+            if (lanes) {
+              auto lk = *lanes;
+              if (e <= uint32_t(INT32_MAX)) {
+                // A signed induction variable (it cannot overflow): CUDA kernels index with
+                // `int i = blockIdx.x * blockDim.x + threadIdx.x`, which is then affine.
+                const int32_t sc = int32_t(c), se = int32_t(e);
+#pragma omp simd
+                for (int32_t q = sc; q < se; ++q) {
+                  const uint32_t p = uint32_t(q);
+                  run_lane(lk, row, p - c, p, l0 + p);
+                }
+              } else {
+#pragma omp simd
+                for (uint32_t p = c; p < e; ++p) run_lane(lk, row, p - c, p, l0 + p);
+              }
+              i += nx;
+              continue;
+            }
+          }
+          if (!Current) {
+#pragma omp simd
+            for (uint32_t p = c; p < e; ++p) run_lane(k, row, p - c, p, l0 + p);
+            i += nx;
+            continue;
+          }
+        }
+      }
+#endif
       for (uint32_t x = 0; x < nx; ++x, ++i) {
         u.tid[0] = x;
         u.pos[0] = b0 + x;
@@ -1288,10 +1379,13 @@ CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel) {
 // threads of a group run as fibers (the kernel synchronises); otherwise as a plain loop.
 // `Checks`: the kernel is a checked build. `Current`: keep g.cur's thread position up to date for
 // every thread (the CUDA builtins and failure reports read it; an unchecked Metal kernel gets its
-// thread attributes as arguments and needs only the group). Returns 0, or -1 when the descriptor
-// is unusable.
-template <bool Fibers, bool Checks, bool Current = true, class F>
-CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
+// thread attributes as arguments and needs only the group). `lanes` and `guard` (loop mode only):
+// the kernel's lane copy and its early-return guard (walk_group). Returns 0, or -1 when the
+// descriptor is unusable.
+template <bool Fibers, bool Checks, bool Current = true, class F, class L = NoLanes,
+          class G = NoLanes>
+CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel,
+                              const L* lanes = nullptr, const G* guard = nullptr) {
   if (d->abi != CN_ABI_VERSION) return -1;
   g.report = d->report;
   g.checks = Checks;
@@ -1391,7 +1485,7 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel) {
         }
       }
     } else {
-      walk_group<Current>(t, base, kernel);
+      walk_group<Current>(t, base, kernel, lanes, guard);
     }
     if (__builtin_expect(d->report->count != failures, 0)) log_failures(q, d->report->count);
   };

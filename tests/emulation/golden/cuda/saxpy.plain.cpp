@@ -6,6 +6,12 @@ extern "C++" __global__ void saxpy(const ::cn::ThreadInfo& cn_this_thread, int n
     if (i < n) y[i] = a * x[i] + y[i];
 }
 
+#line 1 "cn-lanes"
+static inline __attribute__((always_inline)) void saxpy__cn_lanes(const ::cn::ThreadInfo& cn_this_thread, int n, float a, const float* __restrict__ x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
 #line 1 "cn-launch"
 CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   if (d->abi != CN_ABI_VERSION || d->nbuffers != 5) return -2;
@@ -24,7 +30,10 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
     CN_RACE_TRY saxpy(t, a0, a1, a2, a3); CN_RACE_CATCH
   };
-  int rc = cn::run_grid<false, false>(d, 0, cn_fn);
+  auto cn_lanes = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
+    saxpy__cn_lanes(t, a0, a1, a2, a3);
+  };
+  int rc = cn::run_grid<false, false>(d, 0, cn_fn, &cn_lanes);
   std::fflush(stdout);
   return rc;
 }

@@ -10,6 +10,20 @@ __global__ void scale_pow(const ::cn::ThreadInfo& cn_this_thread, const T* x, T*
     y[i] = r;
 }
 
+#line 1 "cn-lanes"
+template <typename T, int N>
+static inline __attribute__((always_inline)) void scale_pow__cn_lanes(const ::cn::ThreadInfo& cn_this_thread, const T* x, T* y, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    T v = x[i], r = 1;
+    for (int k = 0; k < N; ++k) r *= v;
+    y[i] = r;
+}
+template <typename T, int N>
+static inline __attribute__((always_inline)) bool scale_pow__cn_guard(const ::cn::ThreadInfo& cn_this_thread, const T* x, T* y, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  return (i >= n);
+}
+
 #line 1 "cn-launch"
 CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   if (d->abi != CN_ABI_VERSION || d->nbuffers != 4) return -2;
@@ -25,7 +39,13 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
   auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
     CN_RACE_TRY scale_pow<double, 3>(t, a0, a1, a2); CN_RACE_CATCH
   };
-  int rc = cn::run_grid<false, false>(d, 0, cn_fn);
+  auto cn_lanes = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
+    scale_pow__cn_lanes<double, 3>(t, a0, a1, a2);
+  };
+  auto cn_guard = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
+    return scale_pow__cn_guard<double, 3>(t, a0, a1, a2);
+  };
+  int rc = cn::run_grid<false, false>(d, 0, cn_fn, &cn_lanes, &cn_guard);
   std::fflush(stdout);
   return rc;
 }
