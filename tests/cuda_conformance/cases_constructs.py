@@ -415,7 +415,7 @@ def _tex_inputs(rng: np.random.Generator) -> Args:
     ints = rng.integers(-1000, 1000, 64).astype(np.int32)
     vol = rng.uniform(0, 1, (3, _TH // 2 + 1, _TW // 2 + 1)).astype(np.float32)
     coords = np.stack([rng.uniform(-2, _TW + 2, _TN), rng.uniform(-2, _TH + 2, _TN)], 1)
-    coords[:6] = [[0.5, 0.5], [1.0, 1.0], [3.25, 2.75], [_TW, _TH], [-0.5, 2.0], [2.0 + 1 / 512, 1]]
+    coords[:6] = [[0.5, 0.5], [1.0, 1.0], [3.25, 2.75], [_TW, _TH], [-0.5, 2.0], [2.0 + 1 / 1024, 1]]
     return [
         Texture(img, filter="linear", address="border", border=0.25),
         Texture(img, filter="linear", address=("wrap", "mirror"), normalized_coords=True),
@@ -454,7 +454,9 @@ case(
     inputs=_tex_inputs,
     reference=_tex_reference,
     launch=lambda a: {"grid": 3, "block": 32},
+    # An H200 filters 8-bit normalised reads to about 2^-17 (measured); weight ties are
+    # checked against the recorded GPU in tests/kernels/test_texture_h200.py.
     rtol=1e-5,
-    atol=2e-6,
+    atol=1e-5,
     features=("texture",),
 )
