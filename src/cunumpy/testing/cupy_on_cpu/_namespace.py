@@ -85,7 +85,7 @@ def forward(name: str, numpy_func: Any, wrap_results: bool = True) -> Any:
     return function
 
 
-class ufunc:  # noqa: N801 - CuPy's name
+class ufunc:
     """A CuPy ufunc of the stand-in: NumPy's ufunc of the same name on the device data.
 
     Calling it and its ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at`` methods
