@@ -131,3 +131,31 @@ def test_the_pytest_plugin_reads_the_variable(tmp_path, value, ok):
     else:
         assert done.returncode != 0
         assert "CUNUMPY_CUPY_ON_CPU='yes'" in done.stdout + done.stderr
+
+
+def test_cuda_kernel_runs_stand_in_arrays_on_the_emulator_in_place():
+    pytest.importorskip("cunumpy.emulation")
+    from cunumpy.emulation import CompilerNotFoundError, find_compiler
+
+    try:
+        find_compiler()
+    except CompilerNotFoundError as exc:
+        pytest.skip(str(exc))
+    done = _run("""
+        import numpy as np, cunumpy.testing
+        cunumpy.testing.install_cupy_on_cpu()
+        import cupy
+        from cunumpy.kernels import CudaKernel
+        from cunumpy.profiling import count_transfers
+        k = CudaKernel('''extern "C" __global__ void scale(const float* x, float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = 2.0f * x[i];
+        }''', "scale")
+        x = cupy.arange(5, dtype=cupy.float32)
+        y = cupy.zeros_like(x)
+        with count_transfers() as c:
+            k(x, y, np.int32(5), grid=(1,), block=(32,))
+        print(k._tag(k.engine) if hasattr(k, "engine") else "", c.transfers, y.get().tolist())
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("0 [0.0, 2.0, 4.0, 6.0, 8.0]"), done.stdout

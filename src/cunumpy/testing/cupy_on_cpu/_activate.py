@@ -128,6 +128,9 @@ def _register() -> None:
     from cunumpy import _backend
 
     _backend._cupy_status = None  # probed again: the stand-in now answers
+    from cunumpy._engines import _cuda_registry
+
+    _cuda_registry._default_cache[0] = _cuda_registry._UNSET  # unset engine: now emu-cuda
 
 
 def install_from_environment() -> bool:

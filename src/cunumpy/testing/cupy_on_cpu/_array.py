@@ -132,6 +132,8 @@ class ndarray:
     """
 
     __array_priority__ = 100
+    _CUNUMPY_STAND_IN_ARRAY = True
+    """Marks the stand-in's arrays for cunumpy's engines (CudaKernel passes ``_data`` on)."""
     __slots__ = ("__weakref__", "_data", "_owner")
 
     def __init__(self, shape: Any, dtype: Any = float, memptr: Any = None, strides: Any = None,
