@@ -8,7 +8,13 @@ from typing import Any
 import numpy as np
 
 from cunumpy import config, profiling
-from cunumpy._backend import _is_cupy_array, _is_mlx_array, cupy_status, get_backend
+from cunumpy._backend import (
+    _is_cupy_array,
+    _is_mlx_array,
+    cupy_stand_in,
+    cupy_status,
+    get_backend,
+)
 
 __all__ = ["to_cunumpy", "to_cupy", "to_numpy"]
 
@@ -130,7 +136,7 @@ def to_numpy(a: Any, out: np.ndarray | None = None) -> np.ndarray:
         return out
     if _is_cupy_array(a):
         host = _cupy_to_host(a, out)
-        if profiling._active:
+        if profiling._active and not cupy_stand_in():  # the CuPy stand-in records its copies
             profiling._record("to_host", host.nbytes, f"to_numpy from cupy {_describe(host)}")
         return host
     if getattr(type(a), "_cunumpy_device_array", False):  # an emulator's device array
@@ -170,7 +176,7 @@ def to_cupy(a: Any) -> Any:
 
     host = to_numpy(a)
     device = _host_to_cupy(cupy, host)
-    if profiling._active:
+    if profiling._active and not cupy_stand_in():  # the CuPy stand-in records its copies
         profiling._record("to_device", device.nbytes, f"to_cupy {_describe(device)}")
     return device
 

@@ -1,7 +1,9 @@
 """Transfer accounting: every copy cunumpy makes between host and device is recorded.
 
-A copy is one *event*: its kind (``"to_device"`` or ``"to_host"``; ``"fallback"`` marks a host
-kernel run in place of a missing port), its size in bytes, a description, and the call site, the
+A copy is one *event*: its kind (``"to_device"`` or ``"to_host"``; ``"implicit_to_host"`` a
+synchronising read the code did not ask for as a copy, e.g. ``float(a)`` or ``a.item()`` on a
+device array of the CuPy stand-in; ``"fallback"`` marks a host kernel run in place of a missing
+port), its size in bytes, a description, and the call site, the
 first stack frame outside the cunumpy package, so a report points at the user's line. Code that
 cunumpy generates at run time (the ``Kernel`` dispatcher's ``__call__``, the ``CudaKernel``
 launchers) counts as inside the package: it is compiled by ``_compile_generated()``, under a
@@ -44,7 +46,7 @@ __all__ = [
     "count_transfers",
 ]
 
-KINDS = ("to_device", "to_host", "fallback")
+KINDS = ("to_device", "to_host", "implicit_to_host", "fallback")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _GENERATED_PREFIX = "<cunumpy "
@@ -58,7 +60,7 @@ class TransferEvent(NamedTuple):
     """One recorded copy (or fallback)."""
 
     kind: str
-    """``"to_device"``, ``"to_host"`` or ``"fallback"``."""
+    """``"to_device"``, ``"to_host"``, ``"implicit_to_host"`` or ``"fallback"``."""
     nbytes: int
     """Bytes copied (0 for a fallback)."""
     description: str
@@ -160,6 +162,11 @@ class TransferCounter(contextlib.ContextDecorator):
         return self._count("to_host")
 
     @property
+    def implicit_to_host(self) -> int:
+        """Number of implicit synchronising device-to-host reads (``float(a)``, ``a.item()``)."""
+        return self._count("implicit_to_host")
+
+    @property
     def bytes_to_device(self) -> int:
         """Bytes copied host to device."""
         return self._bytes("to_device")
@@ -176,8 +183,8 @@ class TransferCounter(contextlib.ContextDecorator):
 
     @property
     def transfers(self) -> int:
-        """Copies in either direction."""
-        return self.to_device + self.to_host
+        """Copies in either direction (implicit reads included)."""
+        return self.to_device + self.to_host + self.implicit_to_host
 
     def reset(self) -> None:
         """Forget the events recorded so far."""
@@ -188,6 +195,7 @@ class TransferCounter(contextlib.ContextDecorator):
         lines = [
             f"{self.to_device} to_device ({_fmt_bytes(self.bytes_to_device)}), "
             f"{self.to_host} to_host ({_fmt_bytes(self.bytes_to_host)})"
+            + (f", {self.implicit_to_host} implicit_to_host" if self.implicit_to_host else "")
             + (f", {self.fallbacks} fallback" if self.fallbacks else "")
         ]
         by_site: dict[str, list[TransferEvent]] = defaultdict(list)

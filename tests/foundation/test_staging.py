@@ -165,7 +165,7 @@ def test_to_numpy_out_must_be_writeable():
 SIZES = [0, 1, 1000, (16 << 20) // 4 - 1, (16 << 20) // 4, (64 << 20) // 4 + 3, (200 << 20) // 4]
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 @pytest.mark.parametrize("n", SIZES)
 def test_staged_round_trip_on_the_gpu(n):
     import cupy
@@ -184,7 +184,7 @@ def test_staged_round_trip_on_the_gpu(n):
     assert (c.bytes_to_device, c.bytes_to_host) == (host.nbytes, 2 * host.nbytes)
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_staged_copies_of_views_and_dtypes_on_the_gpu(monkeypatch):
     import cupy
 
@@ -200,7 +200,7 @@ def test_staged_copies_of_views_and_dtypes_on_the_gpu(monkeypatch):
     np.testing.assert_array_equal(xp.to_numpy(xp.to_cupy(c16)), c16)
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_a_reused_out_array_is_pinned_and_unpinned_on_the_gpu():
     import gc
 

@@ -23,6 +23,7 @@ def cupy_backend():
         yield cupy
 
 
+@pytest.mark.requires_gpu  # pinned host memory: the stand-in has none
 def test_staged_buffer_is_pinned_counted_and_reused(cupy_backend, monkeypatch):
     cupy = cupy_backend
     from cunumpy.mpi._buffers import pinned_pool
