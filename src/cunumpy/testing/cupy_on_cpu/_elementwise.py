@@ -137,6 +137,15 @@ def decide_types(kernel: str, in_params: Sequence[Param], out_params: Sequence[P
             tuple(sorted(types.items())))
 
 
+def broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The broadcast shape, with CuPy's message when there is none."""
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        text = " ".join(str(tuple(s)) for s in shapes)
+        raise ValueError(f"operands could not be broadcast together with shapes {text}") from None
+
+
 def reduced_shape(shape: tuple[int, ...], arrays: list[np.ndarray]) -> tuple[tuple, list]:
     """CuPy's ``_reduced_view_core``: the loop shape and each array's strides after merging
     axes that every array walks contiguously."""
@@ -180,7 +189,8 @@ def span(data: np.ndarray, strides: Sequence[int]) -> tuple[np.ndarray, int, lis
     lo = sum((n - 1) * s for n, s in zip(data.shape, data.strides, strict=True) if s < 0)
     hi = sum((n - 1) * s for n, s in zip(data.shape, data.strides, strict=True) if s > 0)
     start = data[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
-                       for n, s in zip(data.shape, data.strides, strict=True))]
+                       for n, s in zip(data.shape, data.strides, strict=True))] if data.ndim \
+        else data.reshape(1)  # a view (indexing a 0-d array with () would copy)
     buf = np.lib.stride_tricks.as_strided(
         start, shape=((hi - lo) // item + 1,), strides=(item,),
         writeable=data.flags.writeable,
@@ -407,7 +417,7 @@ class ElementwiseKernel:
         else:
             if not nonraw:
                 raise ValueError("Loop size is undecided.")
-            shape = np.broadcast_shapes(*(a.shape for a in nonraw))
+            shape = broadcast_shape([a.shape for a in nonraw])
         in_dtypes = [unwrap(a).dtype if isinstance(a, ndarray) else None for a in in_args]
         for a in out_args:
             if not isinstance(a, ndarray):
@@ -509,6 +519,6 @@ def _scalar(value: Any, dtype: np.dtype) -> Any:
     dt = np.dtype(dtype)
     with np.errstate(all="ignore"):
         arr = np.array(value).astype(dt)
-    if dt.kind == "c" or dt.itemsize == 2 and dt.kind == "f":
+    if dt.kind == "c" or (dt.itemsize == 2 and dt.kind == "f"):
         return np.frombuffer(arr.tobytes(), dtype=np.uint8).copy()
     return arr[()]

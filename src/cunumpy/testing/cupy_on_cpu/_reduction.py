@@ -30,6 +30,7 @@ from cunumpy.testing.cupy_on_cpu._elementwise import (
     INDEXER,
     _Lines,
     _scalar,
+    broadcast_shape,
     c_type_name,
     decide_types,
     parse_params,
@@ -205,7 +206,7 @@ class ReductionKernel:
                   if isinstance(a, ndarray) and not p.raw]
         if not arrays:
             raise ValueError("Loop size is undecided.")
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        shape = broadcast_shape([a.shape for a in arrays])
         for a in out_args:
             if not isinstance(a, ndarray):
                 raise TypeError("Output arguments type must be cupy.ndarray")
