@@ -75,7 +75,18 @@ def _probe_cupy() -> tuple[bool, str]:
             return False, "CuPy is installed but a test computation on the device gave a wrong sum"
     except Exception as exc:
         return False, f"CuPy is installed but no CUDA device works: {type(exc).__name__}: {exc}"
+    if cupy_stand_in():
+        return True, (
+            f"cunumpy's CuPy stand-in (CUNUMPY_CUPY_ON_CPU / install_cupy_on_cpu): CuPy's API "
+            f"on the CPU, {count} pretend device, kernels on emu-cuda"
+        )
     return True, f"CuPy {cupy.__version__} with {count} CUDA device(s)"
+
+
+def cupy_stand_in() -> bool:
+    """True when ``import cupy`` gives cunumpy's CuPy stand-in (never imports anything)."""
+    module = sys.modules.get("cupy")
+    return module is not None and getattr(module, "_CUNUMPY_STAND_IN", False) is True
 
 
 def cupy_available() -> bool:

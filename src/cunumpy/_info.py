@@ -24,7 +24,10 @@ __all__ = ["backend_info", "kernel_engine"]
 
 def _cupy_info() -> dict[str, Any]:
     ok, reason = cupy_status()
-    info: dict[str, Any] = {"available": ok, "reason": reason, "version": None, "devices": []}
+    from cunumpy._backend import cupy_stand_in
+
+    info: dict[str, Any] = {"available": ok, "reason": reason, "version": None, "devices": [],
+                            "stand_in": cupy_stand_in()}
     if "not installed" in reason:
         return info
     try:

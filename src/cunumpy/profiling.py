@@ -205,7 +205,7 @@ class TransferCounter(contextlib.ContextDecorator):
             lines.append(f"  {site}:")
             for event in events:
                 size = f" {_fmt_bytes(event.nbytes)}" if event.kind != "fallback" else ""
-                lines.append(f"    {event.kind:<16}{size}  {event.description}")
+                lines.append(f"    {event.kind:<9}{size}  {event.description}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -131,12 +131,22 @@ def env_getter() -> Callable[[], Any]:
 
 
 def default_cuda_engine() -> CudaEngine:
-    """The engine named by ``CUNUMPY_CUDA_ENGINE`` now (``cupy`` when unset)."""
+    """The engine named by ``CUNUMPY_CUDA_ENGINE`` now (``cupy`` when unset).
+
+    While cunumpy's CuPy stand-in is installed (``CUNUMPY_CUPY_ON_CPU=1``), unset means
+    ``emulator``: there is no GPU, and the stand-in's arrays are the emulator's host memory.
+    """
     raw = _read_env()
     cache = _default_cache
     if raw == cache[0] and cache[1] is not None:
         return cache[1]
-    engine = get_cuda_engine(config.cuda_engine())
+    name = config.cuda_engine()
+    if raw is None or not raw.strip():
+        from cunumpy._backend import cupy_stand_in
+
+        if cupy_stand_in():
+            name = "emulator"
+    engine = get_cuda_engine(name)
     cache[0], cache[1] = raw, engine
     return engine
 

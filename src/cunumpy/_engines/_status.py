@@ -52,8 +52,17 @@ def compiler_status() -> EngineStatus:
     return EngineStatus(True, "")
 
 
+_STAND_IN_REASON = (
+    "cupy is cunumpy's CuPy stand-in (no GPU, no NVRTC): CUDA kernels run on emu-cuda"
+)
+
+
 def cupy_engine_status() -> EngineStatus:
-    """Whether CuPy imports and a CUDA device runs a test computation."""
+    """Whether CuPy imports and a CUDA device runs a test computation (the stand-in has none)."""
+    from cunumpy._backend import cupy_stand_in
+
+    if cupy_stand_in():
+        return EngineStatus(False, _STAND_IN_REASON)
     return EngineStatus(*cupy_status())
 
 
@@ -65,6 +74,10 @@ def mlx_engine_status() -> EngineStatus:
 
 def metal_cuda_status() -> EngineStatus:
     """Whether Metal kernels translated to CUDA can run here (CuPy with a CUDA device)."""
+    from cunumpy._backend import cupy_stand_in
+
+    if cupy_stand_in():
+        return EngineStatus(False, _STAND_IN_REASON)
     ok, reason = cupy_status()
     return EngineStatus(ok, f"Metal kernels translated to CUDA, {reason}" if ok else reason)
 

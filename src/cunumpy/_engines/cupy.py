@@ -66,9 +66,9 @@ class CupyEngine(CudaEngine):
 
     # -- CuPy access ---------------------------------------------------------------------------
     def _status(self) -> tuple[bool, str]:
-        from cunumpy._backend import cupy_status
+        from cunumpy._engines._status import cupy_engine_status
 
-        return cupy_status()
+        return tuple(cupy_engine_status())  # type: ignore[return-value]
 
     def _module(self) -> Any:
         if self._cupy is None:

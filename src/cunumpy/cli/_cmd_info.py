@@ -19,7 +19,8 @@ def _rows(info: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("cunumpy", info["cunumpy"], f"Python {info['python']} on {info['platform']}"),
         ("numpy", info["numpy"], "always available"),
         ("active backend", info["backend"], "set with CUNUMPY_BACKEND or cunumpy.set_backend"),
-        ("cupy", "yes" if cupy["available"] else "no", cupy["reason"]),
+        ("cupy", ("stand-in (CPU)" if cupy.get("stand_in") else "yes") if cupy["available"]
+         else "no", cupy["reason"]),
     ]
     for dev in cupy.get("devices", []):
         rows.append(
@@ -34,10 +35,11 @@ def _rows(info: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("mlx / metal", "yes" if mlx["metal_available"] else "no", mlx["reason"]),
         (
             "metal-cuda",
-            "yes" if cupy["available"] else "no",
+            "yes" if cupy["available"] and not cupy.get("stand_in") else "no",
             "MetalKernel engine metal-cuda, setting cuda (Metal translated to CUDA, NVRTC "
             "through CuPy)"
-            + ("" if cupy["available"] else f": {cupy['reason']}"),
+            + ("" if cupy["available"] and not cupy.get("stand_in")
+               else f": {cupy['reason']}"),
         ),
         (
             "emulation compiler",

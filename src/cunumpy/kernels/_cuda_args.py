@@ -111,6 +111,10 @@ def check_array(
     p = kernel._params[index]
     if value is None:
         return None
+    if engine.array_space == "host" and getattr(type(value), "_CUNUMPY_STAND_IN_ARRAY", False):
+        # cunumpy's CuPy stand-in: its "device memory" is a NumPy array the emulator writes
+        # in place (no copy, no transfer).
+        value = value._data
     tag = kernel._tag(engine)
     label = f"argument {p.name!r} ({describe(value)})"
     cls = type(value)

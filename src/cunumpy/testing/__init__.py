@@ -10,6 +10,9 @@
   ``numpy.testing``.
   CuPy is never imported here: its testing module is used only while the CuPy backend (which
   has imported CuPy already) is active.
+- :func:`install_cupy_on_cpu`: make ``import cupy`` give a strict CuPy stand-in whose arrays
+  live in pretend device memory and whose kernels run on the CPU emulator (test CuPy code on
+  CI without a GPU; ``CUNUMPY_CUPY_ON_CPU=1`` does it for a pytest run).
 - :func:`run_ranks`: run a function, a script or a module on N MPI ranks (``mpiexec``) and
   see every rank's traceback when one fails (:class:`RanksFailed`).
 - :func:`mlx_metal_on_cpu`: inside it, MLX's ``mx.fast.metal_kernel`` runs custom kernels on the
@@ -35,15 +38,18 @@ from cunumpy.testing._markers import PortsNotRunError, PortsNotRunWarning
 from cunumpy.testing._mlx import mlx_metal_on_cpu
 from cunumpy.testing._ranks import RankOutcome, RanksFailed, RanksResult, run_ranks
 from cunumpy.testing._torch_mps import torch_mps_on_cpu
+from cunumpy.testing.cupy_on_cpu._activate import CupyOnCpuRefused, install_cupy_on_cpu
 
 __all__ = [
     "DEFAULT_TOLERANCES",
+    "CupyOnCpuRefused",
     "PortsNotRunError",
     "PortsNotRunWarning",
     "RankOutcome",
     "RanksFailed",
     "RanksResult",
     "assert_kernels_agree",
+    "install_cupy_on_cpu",
     "mlx_metal_on_cpu",
     "run_ranks",
     "tolerance_for",

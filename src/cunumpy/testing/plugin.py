@@ -1,10 +1,21 @@
 """The cunumpy pytest plugin (registered through the ``pytest11`` entry point).
 
+Environment
+-----------
+``CUNUMPY_CUPY_ON_CPU=1``
+    The plugin installs cunumpy's CuPy stand-in (:func:`cunumpy.testing.install_cupy_on_cpu`)
+    when it loads: ``import cupy`` in the tests gives it, ``requires_cuda`` tests and the
+    ``backend`` fixture's CuPy case run on it, and ``requires_gpu`` tests still skip.
+
 Markers
 -------
 ``requires_cuda``
     The test needs an NVIDIA GPU with CuPy. Skipped without one; fails instead when
     ``CUNUMPY_REQUIRE_CUDA=1``.
+``requires_gpu``
+    The test needs a real NVIDIA GPU: the CuPy stand-in cannot answer it (timing, pinned-memory
+    bandwidth, NVRTC's own text). Skipped while the stand-in is installed, otherwise the same
+    as ``requires_cuda``.
 ``requires_metal``
     The test needs an Apple GPU with MLX. Skipped without one; fails instead when
     ``CUNUMPY_REQUIRE_METAL=1``.
@@ -49,11 +60,20 @@ from typing import Any
 import pytest
 
 from cunumpy.testing._markers import cuda_skip_or_fail, metal_skip_or_fail
+from cunumpy.testing.cupy_on_cpu._activate import install_from_environment
+
+# CUNUMPY_CUPY_ON_CPU=1: the CuPy stand-in is installed as the plugin loads, before conftest
+# files and test modules import cupy. A refusal (a real CuPy works here, or cupy is imported
+# already) stops the run with its reason.
+install_from_environment()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "requires_cuda: needs an NVIDIA GPU with CuPy (CUNUMPY_REQUIRE_CUDA=1: must run)"
+    )
+    config.addinivalue_line(
+        "markers", "requires_gpu: needs a real NVIDIA GPU (skips on the CuPy stand-in too)"
     )
     config.addinivalue_line(
         "markers", "requires_metal: needs an Apple GPU with MLX (CUNUMPY_REQUIRE_METAL=1: must run)"
@@ -64,6 +84,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("requires_gpu") is not None:
+        from cunumpy._backend import cupy_stand_in, cupy_status
+
+        if cupy_stand_in():
+            pytest.skip("needs a real NVIDIA GPU: cunumpy's CuPy stand-in (CUNUMPY_CUPY_ON_CPU) "
+                        "cannot answer it")
+        ok, reason = cupy_status()
+        if not ok:
+            cuda_skip_or_fail(reason)
     if item.get_closest_marker("requires_cuda") is not None:
         from cunumpy._backend import cupy_status
 

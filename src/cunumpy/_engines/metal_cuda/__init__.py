@@ -82,9 +82,9 @@ class CudaMetalEngine(MetalEngineBase):
         return self._cupy
 
     def check_available(self) -> None:
-        from cunumpy._backend import cupy_status
+        from cunumpy._engines._status import cupy_engine_status
 
-        ok, reason = cupy_status()
+        ok, reason = cupy_engine_status()
         if not ok:
             raise RuntimeError(
                 f"MetalKernel cannot launch on the {ENGINE} engine: {reason}; it needs an NVIDIA "

@@ -132,7 +132,9 @@ class ndarray:
     """
 
     __array_priority__ = 100
-    __slots__ = ("_data", "_owner", "__weakref__")
+    _CUNUMPY_STAND_IN_ARRAY = True
+    """Marks the stand-in's arrays for cunumpy's engines (CudaKernel passes ``_data`` on)."""
+    __slots__ = ("__weakref__", "_data", "_owner")
 
     def __init__(self, shape: Any, dtype: Any = float, memptr: Any = None, strides: Any = None,
                  order: str = "C") -> None:
@@ -199,12 +201,12 @@ class ndarray:
         return self._owner
 
     @property
-    def T(self) -> ndarray:  # noqa: N802 - NumPy's name
+    def T(self) -> ndarray:
         """The transposed view."""
         return self._view(self._data.T)
 
     @property
-    def mT(self) -> ndarray:  # noqa: N802 - NumPy's name
+    def mT(self) -> ndarray:
         """The view with the last two axes swapped."""
         return self._view(numpy.swapaxes(self._data, -1, -2))
 
