@@ -67,6 +67,15 @@ def test_raw_arrays_index_flat_c_order_and_size():
         AXPY(wrap(np.ones(2)), wrap(np.ones(2)), 1.0, size=2)
 
 
+def test_raw_arrays_take_index_arrays_as_carray_does():
+    k = ElementwiseKernel("raw T x", "T y",
+                          "int idx[] = {int(i / x.shape()[1]), int(i % x.shape()[1])};\n"
+                          "y = x[idx] * x.ndim;", "multi_ew")
+    view = np.arange(20.0).reshape(4, 5)[::2, 1:4]
+    y = k(wrap(view), wrap(np.empty(6)))
+    np.testing.assert_array_equal(unwrap(y), view.ravel() * 2)
+
+
 def test_launch_geometry_is_cupys():
     k = ElementwiseKernel("T x", "int32 b, int32 g", "b = blockDim.x; g = gridDim.x", "geom_ew")
     b, g = k(wrap(np.zeros(50)))

@@ -202,28 +202,82 @@ _MEMBERS = {"size": "_cn_size_{n}", "shape": "_cn_shape_{n}", "strides": "_cn_st
             "data": "(&{n}[0])"}
 
 
+def _matching(sig: list, k: int) -> int:
+    """Index of the token closing the bracket opened at ``sig[k]``."""
+    depth = 0
+    for j in range(k, len(sig)):
+        if sig[j].text in ("[", "(", "{"):
+            depth += 1
+        elif sig[j].text in ("]", ")", "}"):
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
 def rewrite_raw_members(text: str, raw_names: set[str]) -> str:
-    """``x.size()``, ``x.shape()``, ``x.strides()``, ``x.data()`` of a raw array ``x`` (a
-    ``CArray`` in CuPy, a pointer here) as the locals that hold them; ``x.ndim`` as its rank."""
-    if not raw_names or "." not in text:
+    """A raw array ``x`` (a ``CArray`` in CuPy, a pointer parameter here) as CuPy's code uses
+    it: ``x.size()``, ``x.shape()``, ``x.strides()``, ``x.data()`` and ``x.ndim`` read locals
+    that hold them, and a subscript ``x[E]`` becomes ``x[_cn_index(_cn_g_x, E)]``, which is
+    ``E`` for an integer and the C-order offset of an index array (``int idx[] = {b, i};
+    x[idx]``) otherwise; the subscript stays on the pointer, so the emulator checks it and
+    names its line."""
+    if not raw_names or not any(n in text for n in raw_names):
         return text
-    sig = [t for t in tokenize(text) if t.kind not in ("ws", "comment")]
-    edits = []
-    for k in range(len(sig) - 2):
+    toks = tokenize(text)
+    sig = [t for t in toks if t.kind not in ("ws", "comment")]
+    edits: list[tuple[int, int, str]] = []
+    k = 0
+    while k < len(sig) - 1:
         t = sig[k]
-        if t.kind != "ident" or t.text not in raw_names or sig[k + 1].text != ".":
+        if t.kind != "ident" or t.text not in raw_names or (
+                k and sig[k - 1].text in (".", "->", "::")):
+            k += 1
             continue
-        if k and sig[k - 1].text in (".", "->", "::"):
+        nxt = sig[k + 1].text
+        if nxt == "[":
+            close = _matching(sig, k + 1)
+            if close < 0:
+                break
+            inner_start = sig[k + 1].start + 1
+            inner = rewrite_raw_members(text[inner_start:sig[close].start], raw_names)
+            edits.append((sig[k + 1].start, sig[close].start + 1,
+                          f"[_cn_index(_cn_g_{t.text}, ({inner}))]"))
+            k = close + 1
             continue
-        member = sig[k + 2].text
-        if member == "ndim":
-            edits.append((t.start, sig[k + 2].start + 4, f"_cn_ndim_{t.text}"))
-        elif member in _MEMBERS and k + 4 < len(sig) and sig[k + 3].text == "(" \
-                and sig[k + 4].text == ")":
-            edits.append((t.start, sig[k + 4].start + 1, _MEMBERS[member].format(n=t.text)))
+        if nxt == "." and k + 2 < len(sig):
+            member = sig[k + 2].text
+            if member == "ndim":
+                edits.append((t.start, sig[k + 2].start + 4, f"_cn_ndim_{t.text}"))
+            elif member in _MEMBERS and k + 4 < len(sig) and sig[k + 3].text == "(" \
+                    and sig[k + 4].text == ")":
+                edits.append((t.start, sig[k + 4].start + 1,
+                              _MEMBERS[member].format(n=t.text)))
+        k += 1
     for start, stop, new in reversed(edits):
         text = text[:start] + new + text[stop:]
     return text
+
+
+def raw_locals(name: str, pos: int) -> list[str]:
+    """The kernel's locals describing raw array ``name`` (its geometry at ``_cn_geom + pos``:
+    size, ndim, 64 extents, 64 byte strides, 64 element strides)."""
+    return [f"  const ptrdiff_t _cn_size_{name} = _cn_geom[{pos}];",
+            f"  const int _cn_ndim_{name} = int(_cn_geom[{pos + 1}]);",
+            f"  const ptrdiff_t* _cn_shape_{name} = (const ptrdiff_t*)(_cn_geom + {pos + 2});",
+            f"  const ptrdiff_t* _cn_strides_{name} = "
+            f"(const ptrdiff_t*)(_cn_geom + {pos + 2 + 64});",
+            f"  const long long* _cn_g_{name} = _cn_geom + {pos};"]
+
+
+RAW_SLOTS = 2 + 3 * 64
+
+
+def raw_geometry(buf: np.ndarray) -> list[int]:
+    """The geometry words of a C-contiguous raw array (see :func:`raw_locals`)."""
+    pad = [0] * (64 - buf.ndim)
+    elems = [s // buf.itemsize for s in buf.strides]
+    return [buf.size, buf.ndim, *buf.shape, *pad, *buf.strides, *pad, *elems, *pad]
 
 
 class _Lines:
@@ -247,6 +301,14 @@ class _Lines:
 
 
 INDEXER = r"""
+template <class I, std::enable_if_t<std::is_integral<I>::value || std::is_enum<I>::value, int> = 0>
+__device__ inline ptrdiff_t _cn_index(const long long*, I i) { return ptrdiff_t(i); }
+template <class I>
+__device__ inline ptrdiff_t _cn_index(const long long* g, const I* idx) {
+  ptrdiff_t o = 0;
+  for (int k = 0; k < int(g[1]); ++k) o += ptrdiff_t(idx[k]) * g[2 + 128 + k];
+  return o;
+}
 template <int NDIM>
 struct _CnIndexer {
   ptrdiff_t n;
@@ -351,13 +413,8 @@ class ElementwiseKernel:
             if k != "a":
                 continue
             if p.raw:
-                head += [f"  const ptrdiff_t _cn_size_{p.name} = _cn_geom[{pos}];",
-                         f"  const int _cn_ndim_{p.name} = int(_cn_geom[{pos + 1}]);",
-                         f"  const ptrdiff_t* _cn_shape_{p.name} = "
-                         f"(const ptrdiff_t*)(_cn_geom + {pos + 2});",
-                         f"  const ptrdiff_t* _cn_strides_{p.name} = "
-                         f"(const ptrdiff_t*)(_cn_geom + {pos + 2 + 64});"]
-                pos += 2 + 2 * 64
+                head += raw_locals(p.name, pos)
+                pos += RAW_SLOTS
             else:
                 offsets[p.name] = pos
                 pos += 1 + ndim
@@ -479,8 +536,7 @@ class ElementwiseKernel:
                 buf = np.ascontiguousarray(data)
                 if buf is not data and not p.is_const:
                     writeback.append((data, buf))
-                pad = [0] * (64 - buf.ndim)
-                geom += [buf.size, buf.ndim, *buf.shape, *pad, *buf.strides, *pad]
+                geom += raw_geometry(buf)
                 args.append(buf)
                 continue
             sp = span(views[k], strides[k])

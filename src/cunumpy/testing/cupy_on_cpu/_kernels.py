@@ -34,7 +34,7 @@ import numpy as np
 
 from cunumpy.testing.cupy_on_cpu._array import MemoryPointer, ndarray, unwrap
 
-__all__ = ["RawKernel", "RawModule", "kernel_buffer", "launch_on_emulator"]
+__all__ = ["RawKernel", "RawModule", "clear_memo", "kernel_buffer", "launch_on_emulator", "memoize"]
 
 ARCH = 900
 """``__CUDA_ARCH__`` the kernels see (the emulator's runtime defines it: an H100/H200)."""
@@ -389,3 +389,37 @@ class RawModule:
 
     def __repr__(self) -> str:
         return "<RawModule (cupy stand-in, emu-cuda)>"
+
+
+_MEMOS: list[dict] = []
+
+
+def memoize(for_each_device: bool = False) -> Any:
+    """``cupy.memoize``: a decorator caching a function's result per positional arguments (one
+    device here, so ``for_each_device`` changes nothing); keyword arguments are not allowed, as
+    in CuPy."""
+    import functools
+
+    def decorator(f: Any) -> Any:
+        memo: dict = {}
+        _MEMOS.append(memo)
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                raise TypeError(f"memoized function {f.__name__} takes no keyword arguments")
+            try:
+                return memo[args]
+            except KeyError:
+                value = memo[args] = f(*args)
+                return value
+
+        return wrapper
+
+    return decorator
+
+
+def clear_memo() -> None:
+    """``cupy.clear_memo``: forget every result that :func:`memoize` kept."""
+    for memo in _MEMOS:
+        memo.clear()

@@ -28,12 +28,15 @@ import numpy as np
 from cunumpy.testing.cupy_on_cpu._array import ndarray, unwrap, wrap
 from cunumpy.testing.cupy_on_cpu._elementwise import (
     INDEXER,
+    RAW_SLOTS,
     _Lines,
     _scalar,
     broadcast_shape,
     c_type_name,
     decide_types,
     parse_params,
+    raw_geometry,
+    raw_locals,
     reduced_shape,
     rewrite_raw_members,
     span,
@@ -150,13 +153,8 @@ class ReductionKernel:
             if k != "a":
                 continue
             if p.raw:
-                body += [f"  const ptrdiff_t _cn_size_{p.name} = _cn_geom[{pos}];",
-                         f"  const int _cn_ndim_{p.name} = int(_cn_geom[{pos + 1}]);",
-                         f"  const ptrdiff_t* _cn_shape_{p.name} = "
-                         f"(const ptrdiff_t*)(_cn_geom + {pos + 2});",
-                         f"  const ptrdiff_t* _cn_strides_{p.name} = "
-                         f"(const ptrdiff_t*)(_cn_geom + {pos + 2 + 64});"]
-                pos += 2 + 2 * 64
+                body += raw_locals(p.name, pos)
+                pos += RAW_SLOTS
             elif j < self.nin:
                 ins.append(f"      {'const ' if p.is_const else ''}{p.ctype}"
                            f"{'' if p.is_const else '&'} {p.name} = "
@@ -273,8 +271,7 @@ class ReductionKernel:
                 buf = np.ascontiguousarray(data)
                 if buf is not data and not p.is_const:
                     writeback.append((data, buf))
-                pad = [0] * (64 - buf.ndim)
-                geom += [buf.size, buf.ndim, *buf.shape, *pad, *buf.strides, *pad]
+                geom += raw_geometry(buf)
                 args.append(buf)
                 continue
             if j < self.nin:
