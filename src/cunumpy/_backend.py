@@ -86,7 +86,7 @@ def _probe_cupy() -> tuple[bool, str]:
 def cupy_stand_in() -> bool:
     """True when ``import cupy`` gives cunumpy's CuPy stand-in (never imports anything)."""
     module = sys.modules.get("cupy")
-    return module is not None and getattr(module, "_CUNUMPY_STAND_IN", False) is True
+    return module is not None and getattr(module, "_cunumpy_stand_in", False) is True
 
 
 def cupy_available() -> bool:

@@ -120,6 +120,16 @@ def cuda_engine() -> str:
     return _choice("CUNUMPY_CUDA_ENGINE", CUDA_ENGINES, "cupy")
 
 
+def cupy_on_cpu() -> bool:
+    """``CUNUMPY_CUPY_ON_CPU`` (``1`` or ``0``): install cunumpy's CuPy stand-in under pytest.
+
+    Default ``0``. With ``1``, cunumpy's pytest plugin calls
+    :func:`cunumpy.testing.install_cupy_on_cpu` when it loads, so ``import cupy`` in the tests
+    gives the stand-in (refused, stopping the run, where a real CuPy works). Read once, then.
+    """
+    return _choice("CUNUMPY_CUPY_ON_CPU", ("0", "1"), "0") == "1"
+
+
 def require_cuda() -> bool:
     """``CUNUMPY_REQUIRE_CUDA=1``: tests that need an NVIDIA GPU fail instead of skipping."""
     return env_flag("CUNUMPY_REQUIRE_CUDA")

@@ -21,9 +21,9 @@ from cunumpy.kernels import (
 
 # -- the CuPy engine without CuPy ---------------------------------------------------------------
 def test_cupy_engine_unavailable_message():
-    from cunumpy._backend import cupy_status
+    from cunumpy._engines._status import cupy_engine_status
 
-    if cupy_status()[0]:
+    if cupy_engine_status().ok:
         pytest.skip("CuPy works here; this checks the message when it does not")
     kernel = CudaKernel('extern "C" __global__ void k(int n) {}', "k", engine="cupy")
     with pytest.raises(
@@ -42,7 +42,7 @@ def cp():
     return cupy
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_saxpy_runs_without_transfers(cp):
     kernel = CudaKernel(SAXPY, "saxpy")
     x = cp.arange(1000, dtype=cp.float32)
@@ -53,7 +53,7 @@ def test_gpu_saxpy_runs_without_transfers(cp):
     np.testing.assert_allclose(y.get(), 2 * np.arange(1000) + 1)
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_argument_checks(cp):
     kernel = CudaKernel(SAXPY, "saxpy", engine="cupy")
     x = cp.zeros(8, cp.float32)
@@ -68,7 +68,7 @@ def test_gpu_argument_checks(cp):
     kernel(4, 1.0, x[4:], x[:4])  # contiguous views are fine
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_foreign_device_array_is_viewed_not_copied(cp):
     class Foreign:
         def __init__(self, a):
@@ -86,7 +86,7 @@ def test_gpu_foreign_device_array_is_viewed_not_copied(cp):
     assert float(y.sum()) == 64.0
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_stream(cp):
     kernel = CudaKernel(SAXPY, "saxpy")
     x = cp.ones(1 << 16, cp.float32)
@@ -97,7 +97,7 @@ def test_gpu_stream(cp):
     assert float(y.sum()) == 3.0 * x.size
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_limits_and_zero_size(cp):
     kernel = CudaKernel(SAXPY, "saxpy")
     x = cp.zeros(8, cp.float32)
@@ -114,7 +114,7 @@ def test_gpu_limits_and_zero_size(cp):
     assert limits.max_threads_per_block == 1024 and limits.max_shared_mem_optin >= 48 * 1024
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_large_dynamic_shared_memory_opt_in(cp):
     src = r"""
     extern "C" __global__ void big_shared(int n, float* out) {
@@ -131,7 +131,7 @@ def test_gpu_large_dynamic_shared_memory_opt_in(cp):
     assert float(out[0]) == pytest.approx(n * (n - 1) / 2, rel=1e-6)
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_check_finite(cp):
     src = r"""
     extern "C" __global__ void poison(int n, int where, const float* x, float* y) {
@@ -150,7 +150,7 @@ def test_gpu_check_finite(cp):
         kernel(1000, 7, x, y, check_finite=True)
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_launch_error_names_kernel_grid_block(cp):
     src = r"""
     extern "C" __global__ void __launch_bounds__(64) small(float* y) { y[threadIdx.x] = 1.0f; }
@@ -166,7 +166,7 @@ def test_gpu_launch_error_names_kernel_grid_block(cp):
     assert float(y.sum()) == 64.0
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_debug_mode_reports_a_fault_in_a_subprocess():
     code = textwrap.dedent(
         r"""
@@ -188,7 +188,7 @@ def test_gpu_debug_mode_reports_a_fault_in_a_subprocess():
     ), out.stderr
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_compile_error():
     import cupy as cp
 
@@ -204,7 +204,7 @@ def test_gpu_compile_error():
     assert "undefined_name" in info.value.log
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_header_change_invalidates_the_cache(tmp_path, cp):
     (tmp_path / "value.cuh").write_text("#define VALUE 1.0f\n")
     (tmp_path / "k.cu").write_text(
@@ -218,7 +218,7 @@ def test_gpu_header_change_invalidates_the_cache(tmp_path, cp):
     assert float(y[0]) == 2.0
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_gpu_compiled_once_per_device_and_variant(cp):
     engine = get_cuda_engine("cupy")
     src = SAXPY.replace("saxpy", "saxpy_once")

@@ -14,7 +14,7 @@ import cunumpy as xp
 from cunumpy.emulation.errors import KernelCompileError
 from cunumpy.kernels import Kernel, MetalKernel
 
-pytestmark = pytest.mark.requires_cuda
+pytestmark = pytest.mark.requires_gpu
 
 SCALE = "uint i = thread_position_in_grid.x; if (i < x_shape[0]) y[i] = a[0] * x[i];"
 

@@ -325,7 +325,7 @@ def check_device_arrays_in_place(lib, cupy, engine="metal-cuda"):
                  engine=engine)
 
 
-@pytest.mark.requires_cuda
+@pytest.mark.requires_gpu
 def test_cupy_arrays_bind_in_place_on_metal_cuda(lib):
     import cupy
 

@@ -22,7 +22,17 @@ def _run(code: str, env: dict[str, str] | None = None, path: list[str] | None = 
                           capture_output=True, text=True, env=environment, timeout=300)
 
 
-def test_install_gives_cupy_cupyx_and_the_cupy_backend():
+@pytest.fixture(scope="module")
+def no_working_cupy():
+    """Installing must work here: skip where a real CuPy computes (the stand-in refuses)."""
+    from cunumpy.testing.cupy_on_cpu._activate import _real_cupy_works
+
+    works, what = _real_cupy_works()
+    if works:
+        pytest.skip(f"a real CuPy works here ({what}): the stand-in refuses to install")
+
+
+def test_install_gives_cupy_cupyx_and_the_cupy_backend(no_working_cupy):
     done = _run("""
         import cunumpy, cunumpy.testing
         cunumpy.testing.install_cupy_on_cpu()
@@ -40,7 +50,7 @@ def test_install_gives_cupy_cupyx_and_the_cupy_backend():
     assert done.stdout.strip() == "True"
 
 
-def test_cunumpy_info_says_the_stand_in_is_active():
+def test_cunumpy_info_says_the_stand_in_is_active(no_working_cupy):
     done = _run("""
         import cunumpy.testing, sys
         cunumpy.testing.install_cupy_on_cpu()
@@ -102,7 +112,7 @@ def test_installs_over_a_cupy_that_does_not_compute(tmp_path):
 
 
 @pytest.mark.parametrize("value, ok", [("1", True), ("yes", False)])
-def test_the_pytest_plugin_reads_the_variable(tmp_path, value, ok):
+def test_the_pytest_plugin_reads_the_variable(tmp_path, value, ok, no_working_cupy):
     test = tmp_path / "test_uses_cupy.py"
     test.write_text(textwrap.dedent("""
         import cupy
@@ -133,7 +143,7 @@ def test_the_pytest_plugin_reads_the_variable(tmp_path, value, ok):
         assert "CUNUMPY_CUPY_ON_CPU='yes'" in done.stdout + done.stderr
 
 
-def test_cuda_kernel_runs_stand_in_arrays_on_the_emulator_in_place():
+def test_cuda_kernel_runs_stand_in_arrays_on_the_emulator_in_place(no_working_cupy):
     pytest.importorskip("cunumpy.emulation")
     from cunumpy.emulation import CompilerNotFoundError, find_compiler
 

@@ -111,7 +111,7 @@ def check_array(
     p = kernel._params[index]
     if value is None:
         return None
-    if engine.array_space == "host" and getattr(type(value), "_CUNUMPY_STAND_IN_ARRAY", False):
+    if engine.array_space == "host" and getattr(type(value), "_cunumpy_stand_in_array", False):
         # cunumpy's CuPy stand-in: its "device memory" is a NumPy array the emulator writes
         # in place (no copy, no transfer).
         value = value._data

@@ -59,7 +59,7 @@ from typing import Any
 
 import pytest
 
-from cunumpy.testing._markers import cuda_skip_or_fail, metal_skip_or_fail
+from cunumpy.testing._markers import cuda_skip_or_fail, metal_skip_or_fail, skip_or_fail
 from cunumpy.testing.cupy_on_cpu._activate import install_from_environment
 
 # CUNUMPY_CUPY_ON_CPU=1: the CuPy stand-in is installed as the plugin loads, before conftest
@@ -88,8 +88,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         from cunumpy._backend import cupy_stand_in, cupy_status
 
         if cupy_stand_in():
-            pytest.skip("needs a real NVIDIA GPU: cunumpy's CuPy stand-in (CUNUMPY_CUPY_ON_CPU) "
-                        "cannot answer it")
+            skip_or_fail("needs a real NVIDIA GPU: cunumpy's CuPy stand-in "
+                         "(CUNUMPY_CUPY_ON_CPU) cannot answer it", False, "CUNUMPY_REQUIRE_CUDA")
         ok, reason = cupy_status()
         if not ok:
             cuda_skip_or_fail(reason)

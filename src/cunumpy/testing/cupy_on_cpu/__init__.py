@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from cunumpy.testing.cupy_on_cpu import _namespace as _namespace  # NumPy dispatch hooks
 from cunumpy.testing.cupy_on_cpu._array import ndarray, unwrap, wrap
 
 __all__ = ["ndarray", "unwrap", "wrap"]

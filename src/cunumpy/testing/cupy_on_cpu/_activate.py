@@ -12,7 +12,6 @@ process never imports the real CuPy.
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 from types import ModuleType
@@ -118,7 +117,7 @@ def _register() -> None:
     from cunumpy.testing.cupy_on_cpu import _cuda, _cupyx, _namespace, _submodules
 
     module = importlib.import_module(PACKAGE)
-    module._CUNUMPY_STAND_IN = True
+    module._cunumpy_stand_in = True
     sys.modules["cupy"] = module
     _cuda.register("cupy.cuda")
     for name in ("fft", "linalg", "random", "testing", "polynomial", "lib"):
@@ -135,11 +134,9 @@ def _register() -> None:
 
 def install_from_environment() -> bool:
     """Install the stand-in when ``CUNUMPY_CUPY_ON_CPU=1``; True when it is installed."""
-    value = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
-    if value in ("", "0"):
+    from cunumpy import config
+
+    if not config.cupy_on_cpu():
         return installed()
-    if value != "1":
-        raise ValueError(f"{ENVIRONMENT_VARIABLE}={value!r}: use 1 (install the CuPy "
-                         "stand-in) or 0 / unset")
     install_cupy_on_cpu()
     return True

@@ -31,6 +31,7 @@ from typing import Any
 import numpy
 
 from cunumpy import profiling
+from cunumpy.testing.cupy_on_cpu._memory import Device, MemoryPointer, track_allocation
 
 __all__ = ["MemoryPointer", "ndarray", "unwrap", "wrap"]
 
@@ -41,47 +42,13 @@ IMPLICIT_MESSAGE = (
 """CuPy's message for ``numpy.asarray(cupy_array)`` (kept word for word: code matches on it)."""
 
 
+HOOKS: dict[str, Any] = {"ufunc": lambda name: None, "function": lambda func: None}
+"""How NumPy's dispatch finds the stand-in's ufunc / function: set by :mod:`._namespace`."""
+
+
 def unsupported(value: Any) -> TypeError:
     """The ``TypeError`` CuPy raises for a NumPy array (or other non-CuPy array) argument."""
     return TypeError(f"Unsupported type {type(value)}")
-
-
-class MemoryPointer:
-    """Where an array's data lives: ``ptr`` is the address of the NumPy buffer behind it.
-
-    Stands in for ``cupy.cuda.MemoryPointer``: ``ptr``, ``device_id`` (always 0), ``mem``
-    (the allocation, with ``size``) and ``+`` an offset in bytes.
-    """
-
-    def __init__(self, owner: numpy.ndarray, offset: int = 0) -> None:
-        self._owner = owner
-        base = owner
-        while isinstance(base.base, numpy.ndarray):
-            base = base.base
-        self.mem = _Memory(base)
-        self.ptr = int(owner.__array_interface__["data"][0]) + int(offset)
-        self.device_id = 0
-
-    def __add__(self, offset: int) -> MemoryPointer:
-        return MemoryPointer(self._owner, self.ptr - self._base_ptr() + int(offset))
-
-    def _base_ptr(self) -> int:
-        return int(self._owner.__array_interface__["data"][0])
-
-    def __int__(self) -> int:
-        return self.ptr
-
-    def __repr__(self) -> str:
-        return f"<MemoryPointer 0x{self.ptr:x} device=0 (cupy stand-in)>"
-
-
-class _Memory:
-    """The allocation behind a :class:`MemoryPointer` (``size`` in bytes, ``ptr``)."""
-
-    def __init__(self, base: numpy.ndarray) -> None:
-        self.size = int(base.nbytes)
-        self.ptr = int(base.__array_interface__["data"][0])
-        self.device_id = 0
 
 
 class _Flags:
@@ -132,7 +99,7 @@ class ndarray:
     """
 
     __array_priority__ = 100
-    _CUNUMPY_STAND_IN_ARRAY = True
+    _cunumpy_stand_in_array = True
     """Marks the stand-in's arrays for cunumpy's engines (CudaKernel passes ``_data`` on)."""
     __slots__ = ("__weakref__", "_data", "_owner")
 
@@ -186,8 +153,6 @@ class ndarray:
     @property
     def device(self) -> Any:
         """The :class:`cupy.cuda.Device` the array lives on (always device 0)."""
-        from cunumpy.testing.cupy_on_cpu._cuda import Device
-
         return Device(0)
 
     @property
@@ -333,10 +298,8 @@ class ndarray:
 
     def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any,
                         **kwargs: Any) -> Any:
-        from cunumpy.testing.cupy_on_cpu import _namespace
-
-        own = getattr(_namespace.namespace(), ufunc.__name__, None)
-        if not isinstance(own, _namespace.ufunc):
+        own = HOOKS["ufunc"](ufunc.__name__)
+        if own is None:
             raise TypeError(
                 f"numpy.{ufunc.__name__} got a cupy.ndarray and CuPy has no ufunc of that "
                 "name: copy the array to the host with .get() or cupy.asnumpy first"
@@ -346,9 +309,7 @@ class ndarray:
         return getattr(own, method)(*inputs, **kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from cunumpy.testing.cupy_on_cpu import _namespace
-
-        own = _namespace.lookup_numpy_function(func)
+        own = HOOKS["function"](func)
         if own is None:
             name = getattr(func, "__module__", "numpy") + "." + getattr(func, "__name__", "?")
             raise TypeError(
@@ -433,9 +394,7 @@ ndarray.__cuda_array_interface__ = property(_cai)  # type: ignore[attr-defined]
 
 
 def _allocated(a: ndarray) -> None:
-    from cunumpy.testing.cupy_on_cpu import _cuda
-
-    _cuda.track_allocation(a, a._data.nbytes)
+    track_allocation(a, a._data.nbytes)
 
 
 def wrap(data: Any) -> ndarray:

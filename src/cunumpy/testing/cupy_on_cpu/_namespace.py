@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy
 
-from cunumpy.testing.cupy_on_cpu import _names
+from cunumpy.testing.cupy_on_cpu import _array, _names
 from cunumpy.testing.cupy_on_cpu._array import _record, ndarray, unsupported, wrap
 
 __all__ = ["array", "asanyarray", "asarray", "asnumpy", "get", "get_array_module", "names",
@@ -314,6 +314,14 @@ def names() -> list[str]:
                    "is_available", "show_config", "bool", "long", "ulong"})
 
 
+def _lookup_ufunc(name: str) -> ufunc | None:
+    try:
+        own = get(name)
+    except AttributeError:
+        return None
+    return own if isinstance(own, ufunc) else None
+
+
 def lookup_numpy_function(func: Any) -> Any:
     """The stand-in's function for the NumPy function ``func`` (``__array_function__``)."""
     module = getattr(func, "__module__", "") or ""
@@ -330,3 +338,6 @@ def lookup_numpy_function(func: Any) -> Any:
     except AttributeError:
         return None
     return None
+
+
+_array.HOOKS.update(ufunc=_lookup_ufunc, function=lookup_numpy_function)
