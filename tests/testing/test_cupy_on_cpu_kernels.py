@@ -168,5 +168,4 @@ def test_memoize_caches_per_arguments():
     clear_memo()
     make(2)
     assert calls == [2, 2]
-    with pytest.raises(TypeError, match="keyword"):
-        make(n=3)
+    assert make(n=3) is make(n=3) and calls == [2, 2, 3]

@@ -395,9 +395,8 @@ _MEMOS: list[dict] = []
 
 
 def memoize(for_each_device: bool = False) -> Any:
-    """``cupy.memoize``: a decorator caching a function's result per positional arguments (one
-    device here, so ``for_each_device`` changes nothing); keyword arguments are not allowed, as
-    in CuPy."""
+    """``cupy.memoize``: a decorator caching a function's result per arguments (positional and
+    keyword; one device here, so ``for_each_device`` changes nothing)."""
     import functools
 
     def decorator(f: Any) -> Any:
@@ -406,12 +405,11 @@ def memoize(for_each_device: bool = False) -> Any:
 
         @functools.wraps(f)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if kwargs:
-                raise TypeError(f"memoized function {f.__name__} takes no keyword arguments")
+            key = (args, frozenset(kwargs.items()))
             try:
-                return memo[args]
+                return memo[key]
             except KeyError:
-                value = memo[args] = f(*args)
+                value = memo[key] = f(*args, **kwargs)
                 return value
 
         return wrapper
