@@ -31,6 +31,7 @@ _KERNEL_NAMES = {
     "ElementwiseKernel": "_elementwise",
     "ReductionKernel": "_reduction",
     "fuse": "_fuse",
+    "memoize": "_kernels", "clear_memo": "_kernels",
 }
 """Names provided by the kernel modules of this package, imported on first access."""
 
