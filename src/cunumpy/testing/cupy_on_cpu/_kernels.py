@@ -242,7 +242,7 @@ class RawKernel:
         self.file_path = None
         self.emulator_options: Any = None
         """:class:`~cunumpy.emulation.EmulatorOptions` for the launches (None: from the
-        environment, ``CUNUMPY_EMULATOR_*``)."""
+        environment, the emulator settings of :mod:`cunumpy.config`)."""
         self._kernel: Any = None
         self._max_dynamic_shared = 0
 
