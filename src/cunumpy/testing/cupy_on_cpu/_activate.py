@@ -122,6 +122,8 @@ def _register() -> None:
     _cuda.register("cupy.cuda")
     for name in ("fft", "linalg", "random", "testing", "polynomial", "lib"):
         sys.modules[f"cupy.{name}"] = _submodules.submodule(name)
+    # `from cupy.lib.stride_tricks import as_strided` (cuCIM) imports it by its full name
+    sys.modules["cupy.lib.stride_tricks"] = sys.modules["cupy.lib"].stride_tricks
     sys.modules.update(_cupyx.cupyx_module())
     _namespace._cache.clear()
     from cunumpy import _backend
