@@ -66,6 +66,11 @@ def _probe_cupy() -> tuple[bool, str]:
         )
     except Exception as exc:  # a broken CUDA install can raise anything at import
         return False, f"CuPy failed to import: {type(exc).__name__}: {exc}"
+    if cupy_stand_in():  # no device to probe (and a probe would be a counted transfer)
+        return True, (
+            "cunumpy's CuPy stand-in (CUNUMPY_CUPY_ON_CPU / install_cupy_on_cpu): CuPy's API "
+            "on the CPU, 1 pretend device, kernels on emu-cuda"
+        )
     try:
         count = cupy.cuda.runtime.getDeviceCount()
         if count < 1:
@@ -75,11 +80,6 @@ def _probe_cupy() -> tuple[bool, str]:
             return False, "CuPy is installed but a test computation on the device gave a wrong sum"
     except Exception as exc:
         return False, f"CuPy is installed but no CUDA device works: {type(exc).__name__}: {exc}"
-    if cupy_stand_in():
-        return True, (
-            f"cunumpy's CuPy stand-in (CUNUMPY_CUPY_ON_CPU / install_cupy_on_cpu): CuPy's API "
-            f"on the CPU, {count} pretend device, kernels on emu-cuda"
-        )
     return True, f"CuPy {cupy.__version__} with {count} CUDA device(s)"
 
 

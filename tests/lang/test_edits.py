@@ -19,3 +19,8 @@ def test_insertions_at_one_offset_keep_their_order() -> None:
 
 def test_no_edits_give_the_text() -> None:
     assert apply_edits("same", []) == "same"
+
+
+def test_an_insertion_at_a_replacement_s_start_comes_before_it() -> None:
+    assert apply_edits("constant x", [(0, 8, "const"), (0, 0, "__constant__ ")]) \
+        == "__constant__ const x"

@@ -13,12 +13,12 @@ Edit = tuple[int, int, str]
 def apply_edits(text: str, edits: Iterable[Edit]) -> str:
     """``text`` with ``edits`` applied.
 
-    Edits are taken in order of their start; at one start the widest comes first (a removed
-    declaration covers the edits inside it), and an edit that begins inside one already taken
-    is skipped. Insertions (``start == stop``) at one offset keep their given order.
+    Edits are taken in order of their start. At one start, insertions (``start == stop``) come
+    first, in their given order, then the widest replacement (a removed declaration covers the
+    edits inside it); an edit that begins inside one already taken is skipped.
     """
     out, pos = [], 0
-    for start, stop, new in sorted(edits, key=lambda e: (e[0], -e[1])):
+    for start, stop, new in sorted(edits, key=lambda e: (e[0], e[1] != e[0], -e[1])):
         if start < pos:
             continue
         out.append(text[pos:start])

@@ -15,21 +15,21 @@ extern "C++" __global__ void block_sum(const ::cn::ThreadInfo& cn_this_thread, i
 }
 
 #line 1 "cn-launch"
-CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
-  if (d->abi != CN_ABI_VERSION || d->nbuffers != 4) return -2;
-  const long long* cn_meta = static_cast<const long long*>(d->buffers[3].data);
+CN_EXPORT int cn_launch(const cn::LaunchDesc* cn_d) {
+  if (cn_d->abi != CN_ABI_VERSION || cn_d->nbuffers != 4) return -2;
+  const long long* cn_meta = static_cast<const long long*>(cn_d->buffers[3].data);
   ::cn::cuda::dynamic_shared_bytes = cn_meta[0];
-  ::cn::cuda::ub_mode = d->buffers[3].extent >= 24 ? cn_meta[1] : 0;
-  ::cn::cuda::ub_report = d->buffers[3].extent >= 24 ? reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;
-  if (d->buffers[0].extent != sizeof(int)) return -2;
-  int a0;
-  std::memcpy(&a0, d->buffers[0].data, sizeof a0);
-  const ::cn::cuda::PtrArg a1{d->buffers[1].data, d->buffers[1].extent, 1};
-  const ::cn::cuda::PtrArg a2{d->buffers[2].data, d->buffers[2].extent, 2};
-  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
-    CN_RACE_TRY block_sum(t, a0, a1, a2); CN_RACE_CATCH
+  ::cn::cuda::ub_mode = cn_d->buffers[3].extent >= 24 ? cn_meta[1] : 0;
+  ::cn::cuda::ub_report = cn_d->buffers[3].extent >= 24 ? reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;
+  if (cn_d->buffers[0].extent != sizeof(int)) return -2;
+  int cn_a0;
+  std::memcpy(&cn_a0, cn_d->buffers[0].data, sizeof cn_a0);
+  const ::cn::cuda::PtrArg cn_a1{cn_d->buffers[1].data, cn_d->buffers[1].extent, 1};
+  const ::cn::cuda::PtrArg cn_a2{cn_d->buffers[2].data, cn_d->buffers[2].extent, 2};
+  auto cn_fn = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {
+    CN_RACE_TRY block_sum(cn_t, cn_a0, cn_a1, cn_a2); CN_RACE_CATCH
   };
-  int rc = cn::run_grid<true, false>(d, 1, cn_fn);
+  int cn_rc = cn::run_grid<true, false>(cn_d, 1, cn_fn);
   std::fflush(stdout);
-  return rc;
+  return cn_rc;
 }

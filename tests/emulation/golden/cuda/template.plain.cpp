@@ -25,27 +25,27 @@ static inline __attribute__((always_inline)) bool scale_pow__cn_guard(const ::cn
 }
 
 #line 1 "cn-launch"
-CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {
-  if (d->abi != CN_ABI_VERSION || d->nbuffers != 4) return -2;
-  const long long* cn_meta = static_cast<const long long*>(d->buffers[3].data);
+CN_EXPORT int cn_launch(const cn::LaunchDesc* cn_d) {
+  if (cn_d->abi != CN_ABI_VERSION || cn_d->nbuffers != 4) return -2;
+  const long long* cn_meta = static_cast<const long long*>(cn_d->buffers[3].data);
   ::cn::cuda::dynamic_shared_bytes = cn_meta[0];
-  ::cn::cuda::ub_mode = d->buffers[3].extent >= 24 ? cn_meta[1] : 0;
-  ::cn::cuda::ub_report = d->buffers[3].extent >= 24 ? reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;
-  const ::cn::cuda::PtrArg a0{d->buffers[0].data, d->buffers[0].extent, 0};
-  const ::cn::cuda::PtrArg a1{d->buffers[1].data, d->buffers[1].extent, 1};
-  if (d->buffers[2].extent != sizeof(long long)) return -2;
-  long long a2;
-  std::memcpy(&a2, d->buffers[2].data, sizeof a2);
-  auto cn_fn = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
-    CN_RACE_TRY scale_pow<double, 3>(t, a0, a1, a2); CN_RACE_CATCH
+  ::cn::cuda::ub_mode = cn_d->buffers[3].extent >= 24 ? cn_meta[1] : 0;
+  ::cn::cuda::ub_report = cn_d->buffers[3].extent >= 24 ? reinterpret_cast<::cn::cuda::UbReport*>(cn_meta[2]) : nullptr;
+  const ::cn::cuda::PtrArg cn_a0{cn_d->buffers[0].data, cn_d->buffers[0].extent, 0};
+  const ::cn::cuda::PtrArg cn_a1{cn_d->buffers[1].data, cn_d->buffers[1].extent, 1};
+  if (cn_d->buffers[2].extent != sizeof(long long)) return -2;
+  long long cn_a2;
+  std::memcpy(&cn_a2, cn_d->buffers[2].data, sizeof cn_a2);
+  auto cn_fn = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {
+    CN_RACE_TRY scale_pow<double, 3>(cn_t, cn_a0, cn_a1, cn_a2); CN_RACE_CATCH
   };
-  auto cn_lanes = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
-    scale_pow__cn_lanes<double, 3>(t, a0, a1, a2);
+  auto cn_lanes = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {
+    scale_pow__cn_lanes<double, 3>(cn_t, cn_a0, cn_a1, cn_a2);
   };
-  auto cn_guard = [=](const cn::ThreadInfo& t) CN_THREAD_FN {
-    return scale_pow__cn_guard<double, 3>(t, a0, a1, a2);
+  auto cn_guard = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {
+    return scale_pow__cn_guard<double, 3>(cn_t, cn_a0, cn_a1, cn_a2);
   };
-  int rc = cn::run_grid<false, false>(d, 0, cn_fn, &cn_lanes, &cn_guard);
+  int cn_rc = cn::run_grid<false, false>(cn_d, 0, cn_fn, &cn_lanes, &cn_guard);
   std::fflush(stdout);
-  return rc;
+  return cn_rc;
 }
