@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Third lease of round 5: the CuPy stand-in beside a real CuPy (tools/gpu_23core.sh), the
-# texture case on the cupy engine, then issue 26's CPU benchmarks on the idle 16-core host.
+# texture case on the cupy engine; with `bench`, issue 26's CPU benchmarks on the 16-core host.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-results}"
@@ -12,6 +12,7 @@ CUNUMPY_CACHE_DIR=/tmp/cache-c CUNUMPY_BACKEND=cupy CUNUMPY_REQUIRE_CUDA=1 timeo
     python3 -m pytest -q -p no:cacheprovider -p cunumpy.testing.plugin -rfEs \
     tests/cuda_conformance -k "texture" > "$OUT/texture_cupy.txt" 2>&1
 echo "texture on cupy: $(tail -1 "$OUT/texture_cupy.txt")"
+[[ "${1:-}" == bench ]] || exit 0
 export CUNUMPY_CACHE_DIR=/tmp/cache-bench OMP_WAIT_POLICY=PASSIVE
 timeout 150 python3 benchmarks/bench_compute.py --repeats 5 --json "$OUT/bench_compute.json" \
     > "$OUT/bench_compute.txt" 2>&1; tail -12 "$OUT/bench_compute.txt"
