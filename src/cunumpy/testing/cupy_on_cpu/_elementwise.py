@@ -280,6 +280,17 @@ def raw_geometry(buf: np.ndarray) -> list[int]:
     return [buf.size, buf.ndim, *buf.shape, *pad, *buf.strides, *pad, *elems, *pad]
 
 
+def raw_argument(value: ndarray, writable: bool,
+                 writeback: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[int]]:
+    """A ``raw`` array's C-contiguous buffer and geometry words. A copy made for a writable
+    parameter is noted in ``writeback`` (``(array, copy)``) to be written back after the launch."""
+    data = unwrap(value)
+    buf = np.ascontiguousarray(data)
+    if buf is not data and writable:
+        writeback.append((data, buf))
+    return buf, raw_geometry(buf)
+
+
 class _Lines:
     """Generated text with ``#line`` directives: the user's fragments report their own lines."""
 
@@ -532,11 +543,8 @@ class ElementwiseKernel:
                 args.append(_scalar(v, dt))
                 continue
             if p.raw:
-                data = unwrap(v)
-                buf = np.ascontiguousarray(data)
-                if buf is not data and not p.is_const:
-                    writeback.append((data, buf))
-                geom += raw_geometry(buf)
+                buf, words = raw_argument(v, not p.is_const, writeback)
+                geom += words
                 args.append(buf)
                 continue
             sp = span(views[k], strides[k])

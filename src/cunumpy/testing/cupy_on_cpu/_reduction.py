@@ -35,7 +35,7 @@ from cunumpy.testing.cupy_on_cpu._elementwise import (
     c_type_name,
     decide_types,
     parse_params,
-    raw_geometry,
+    raw_argument,
     raw_locals,
     reduced_shape,
     rewrite_raw_members,
@@ -267,11 +267,8 @@ class ReductionKernel:
                 args.append(_scalar(v, dt))
                 continue
             if p.raw:
-                data = unwrap(v)
-                buf = np.ascontiguousarray(data)
-                if buf is not data and not p.is_const:
-                    writeback.append((data, buf))
-                geom += raw_geometry(buf)
+                buf, words = raw_argument(v, not p.is_const, writeback)
+                geom += words
                 args.append(buf)
                 continue
             if j < self.nin:
