@@ -18,7 +18,7 @@ import cupy
 assert "cupy_on_cpu" not in cupy.__name__ and cupy.__file__, cupy
 print("real CuPy still imports:", cupy.__version__)
 PY
-if CUNUMPY_CUPY_ON_CPU=1 python -m pytest -q -p no:cacheprovider tests/testing/test_cupy_on_cpu_array.py > /tmp/gpu_23core.txt 2>&1; then
+if CUNUMPY_CUPY_ON_CPU=1 python -m pytest -q -p no:cacheprovider -p cunumpy.testing.plugin tests/testing/test_cupy_on_cpu_array.py > /tmp/gpu_23core.txt 2>&1; then
     cat /tmp/gpu_23core.txt; echo "FAIL: pytest ran with the stand-in over a working CuPy"; exit 1
 fi
 grep -q "a real CuPy works here" /tmp/gpu_23core.txt && echo "pytest refused as expected"
