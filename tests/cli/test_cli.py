@@ -13,7 +13,8 @@ from cunumpy._info import kernel_engine
 from cunumpy.cli import main
 
 
-def test_info_table_names_every_component(capsys):
+def test_info_table_names_every_component(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # rows on one line each (long reasons wrap otherwise)
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     for word in ("numpy", "cupy", "mlx / metal", "emulation compiler", "cuda engine (CudaKernel)",
