@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cunumpy import config
+from cunumpy._lang.cuda_signature import _match_close
 from cunumpy.emulation._toolchain import Compiler
 
 __all__ = [
@@ -164,20 +165,6 @@ class LaneKernel:
     """The guard as the launcher calls it: true for a thread that takes the early return."""
 
 
-def _matching(text: str, i: int, open_: str, close: str) -> int:
-    """Index just past the bracket that closes the one at ``text[i]``, or -1."""
-    depth = 0
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return -1
-
-
 def _template_head(before: str) -> str | None:
     """The ``template <...>`` right before a definition (``""`` without), None if unsure."""
     stripped = before.rstrip()
@@ -222,7 +209,7 @@ def cuda_lane_kernel(text: str, name: str, call: str) -> LaneKernel | None:
     head = _template_head(text[: m.start()])
     if head is None:
         return None
-    p_end = _matching(text, m.end() - 1, "(", ")")
+    p_end = _match_close(text, m.end() - 1, "(", ")")
     if p_end < 0:
         return None
     params = text[m.end() - 1 : p_end]
@@ -232,7 +219,7 @@ def cuda_lane_kernel(text: str, name: str, call: str) -> LaneKernel | None:
     brace = len(rest) - len(rest.lstrip())
     if not rest[brace:].startswith("{"):
         return None
-    b_end = _matching(rest, brace, "{", "}")
+    b_end = _match_close(rest, brace, "{", "}")
     if b_end < 0:
         return None
     body = rest[brace + 1 : b_end - 1]
@@ -248,7 +235,7 @@ def cuda_lane_kernel(text: str, name: str, call: str) -> LaneKernel | None:
     guard = None
     g = _GUARD.match(body, pos)
     if g is not None:
-        c_end = _matching(body, g.end() - 1, "(", ")")
+        c_end = _match_close(body, g.end() - 1, "(", ")")
         after = body[c_end:] if c_end > 0 else ""
         r = re.match(r"\s*return\s*;", after)
         if r is not None:
