@@ -54,11 +54,12 @@ def metal_sig():
 
 @pytest.fixture(scope="session")
 def _session_pch():
-    """The session cache, with its precompiled runtime header built."""
+    """The session cache, with its precompiled runtime header and runtime object built."""
     from cunumpy.emulation import _build, _cache
 
     root = _cache.cache_root()
-    _build._pch_args(root, find_compiler(), _build.compile_flags(), "cn_metal.h")
+    for header in ("cn_metal.h", "cn_cuda.h"):
+        _build._prebuilt(root, find_compiler(), _build.compile_flags(), header)
     _build.wait_for_pch()
     return root
 
@@ -67,16 +68,18 @@ def _session_pch():
 def private_cache(tmp_path, monkeypatch, _session_pch):
     """A fresh cache root for this test (CUNUMPY_CACHE_DIR), with in-process memos cleared.
 
-    The precompiled runtime header is copied from the session cache (it is keyed like any entry),
-    so that each test does not spend seconds rebuilding it.
+    The precompiled runtime header and the runtime object are copied from the session cache
+    (they are keyed like any entry), so that each test does not spend seconds rebuilding them.
     """
     import shutil
 
     from cunumpy.emulation import metal
 
     root = tmp_path / "cache"
-    for pch in _session_pch.glob("emu-*/pch"):
-        shutil.copytree(pch, root / pch.parent.name / "pch")
+    for entry in (*_session_pch.glob("emu-*/pch"), *_session_pch.glob("emu-*/runtime")):
+        # Not the temporary directory of a build another test worker has under way.
+        shutil.copytree(entry, root / entry.parent.name / entry.name,
+                        ignore=shutil.ignore_patterns(".build-*"))
     monkeypatch.setenv("CUNUMPY_CACHE_DIR", str(root))
     metal.forget_variants()
     yield root

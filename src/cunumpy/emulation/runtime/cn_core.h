@@ -27,6 +27,15 @@
 #ifndef CN_CORE_H
 #define CN_CORE_H
 
+// libstdc++'s <cmath> brings the C++17 special functions (std::riemann_zeta and the like), whose
+// inline overloads instantiate templates at the end of every translation unit, also one that
+// includes them from a precompiled header: 0.03-0.04 s of every kernel's compile. No GPU dialect
+// has them; defining their header's include guard keeps them out.
+#ifndef _GLIBCXX_BITS_SPECFUN_H
+#define _GLIBCXX_BITS_SPECFUN_H 1
+#endif
+#include <limits>  // which the special functions' header would have included
+
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +63,23 @@
 #endif
 
 #define CN_EXPORT extern "C" __attribute__((visibility("default")))
+
+// The runtime's out-of-line part (the grid scheduler, fibers, failure reports, cn_fill/cn_count,
+// the race checker's hooks) is compiled either into each kernel's translation unit, as inline
+// functions, or, with CN_PREBUILT, once per cache and flag set into a runtime object that kernel
+// libraries link with (cunumpy/emulation/_build.py); then kernels see only declarations.
+// CN_RUNTIME_IMPL marks the runtime object's own translation unit. CN_RT is how its functions
+// are declared and defined: `inline` in the first case, a plain (hidden) function in the second.
+#if !defined(CN_PREBUILT) || defined(CN_RUNTIME_IMPL)
+#define CN_RUNTIME_BODIES 1
+#else
+#define CN_RUNTIME_BODIES 0
+#endif
+#if defined(CN_PREBUILT)
+#define CN_RT
+#else
+#define CN_RT inline
+#endif
 
 // Race-checking builds (cn_race.h) are compiled with -fsanitize=thread: every load and store of
 // an instrumented function calls the emulator. CN_NOTSAN keeps the runtime's own functions out of
@@ -230,7 +256,7 @@ struct Arena {
   size_t cap = 0;
   size_t used = 0;
   int nslots = 0;
-  void* slots[kMaxShared];
+  void* slots[kMaxShared] = {};
 };
 
 struct Fiber;
@@ -395,7 +421,8 @@ inline void copy_file(Report* r, const char* file) {
 }
 
 // Starts a failure record; returns the report when this is the first failure, else nullptr.
-CN_NOTSAN inline Report* begin_failure(int32_t kind) {
+#if CN_RUNTIME_BODIES
+CN_NOTSAN CN_RT Report* begin_failure(int32_t kind) {
   Report* r = g.report;
   if (!r) return nullptr;
   // A barrier divergence is reported rather than the races it causes (threads that skip a
@@ -409,25 +436,41 @@ CN_NOTSAN inline Report* begin_failure(int32_t kind) {
   }
   return r;
 }
+#else
+CN_NOTSAN CN_RT Report* begin_failure(int32_t kind);
+#endif
+
 
 // Offset of a code address in this library (the Python side turns it into file:line).
-__attribute__((noinline, cold)) inline uint32_t code_offset(const void* pc) {
+#if CN_RUNTIME_BODIES
+__attribute__((noinline, cold)) CN_RT uint32_t code_offset(const void* pc) {
   Dl_info info;
   if (!pc || !dladdr(pc, &info)) return 0;
   return uint32_t(uintptr_t(pc) - uintptr_t(info.dli_fbase) - 1);
 }
+#else
+__attribute__((noinline, cold)) CN_RT uint32_t code_offset(const void* pc);
+#endif
 
-__attribute__((noinline, cold)) inline void fail_oob_at(int32_t buffer, int64_t index, int64_t extent,
+
+#if CN_RUNTIME_BODIES
+__attribute__((noinline, cold)) CN_RT void fail_oob_at(int32_t buffer, int64_t index, int64_t extent,
                                                         const void* pc) {
   if (Report* r = begin_failure(ERR_OOB)) {
     r->buffer = buffer; r->index = index; r->extent = extent;
     r->pc[0] = code_offset(pc);
   }
 }
+#else
+__attribute__((noinline, cold)) CN_RT void fail_oob_at(int32_t buffer, int64_t index, int64_t extent,
+                                                        const void* pc);
+#endif
+
 
 // An out-of-bounds access made by a subscript whose source line is known (the CUDA rewriter's
 // at_site): the site travels down this cold path, so the hot path loads nothing to record it.
-__attribute__((noinline, cold)) inline void fail_oob_site(int32_t buffer, int64_t index,
+#if CN_RUNTIME_BODIES
+__attribute__((noinline, cold)) CN_RT void fail_oob_site(int32_t buffer, int64_t index,
                                                           int64_t extent, int line,
                                                           const char* file, const void* pc) {
   if (Report* r = begin_failure(ERR_OOB)) {
@@ -437,12 +480,24 @@ __attribute__((noinline, cold)) inline void fail_oob_site(int32_t buffer, int64_
     r->pc[0] = code_offset(pc);
   }
 }
+#else
+__attribute__((noinline, cold)) CN_RT void fail_oob_site(int32_t buffer, int64_t index,
+                                                          int64_t extent, int line,
+                                                          const char* file, const void* pc);
+#endif
 
-__attribute__((noinline, cold)) inline void fail_oob(int32_t buffer, int64_t index, int64_t extent) {
+
+#if CN_RUNTIME_BODIES
+__attribute__((noinline, cold)) CN_RT void fail_oob(int32_t buffer, int64_t index, int64_t extent) {
   fail_oob_at(buffer, index, extent, __builtin_return_address(0));
 }
+#else
+__attribute__((noinline, cold)) CN_RT void fail_oob(int32_t buffer, int64_t index, int64_t extent);
+#endif
 
-__attribute__((noinline, cold, format(printf, 4, 5))) inline void fail_fatal(
+
+#if CN_RUNTIME_BODIES
+__attribute__((noinline, cold, format(printf, 4, 5))) CN_RT void fail_fatal(
     int32_t kind, int line, const char* file, const char* fmt, ...) {
   stop_launch();
   Report* r = begin_failure(kind);
@@ -454,6 +509,11 @@ __attribute__((noinline, cold, format(printf, 4, 5))) inline void fail_fatal(
   std::vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
   va_end(ap);
 }
+#else
+__attribute__((noinline, cold, format(printf, 4, 5))) CN_RT void fail_fatal(
+    int32_t kind, int line, const char* file, const char* fmt, ...);
+#endif
+
 
 // A zeroed object of type T to read from, or a scratch slot to write to, after a bad index.
 template <class T>
@@ -627,7 +687,8 @@ template <class T, int64_t N, int ID> struct elem_size<tarr<T, N, ID>> {
   static constexpr size_t value = elem_size<T>::value;
 };
 
-CN_NOTSAN __attribute__((noinline)) inline void* arena_alloc(int k, size_t size, size_t align, size_t elem = 1) {
+#if CN_RUNTIME_BODIES
+CN_NOTSAN __attribute__((noinline)) CN_RT void* arena_alloc(int k, size_t size, size_t align, size_t elem = 1) {
   Arena& a = g.arena;
   if (!a.mem) {
     a.cap = size_t(64) << 20;  // virtual; only touched pages cost memory
@@ -652,6 +713,10 @@ CN_NOTSAN __attribute__((noinline)) inline void* arena_alloc(int k, size_t size,
   race::shared_slot(k, s, size, elem);
   return s;
 }
+#else
+CN_NOTSAN __attribute__((noinline)) CN_RT void* arena_alloc(int k, size_t size, size_t align, size_t elem = 1);
+#endif
+
 
 template <class A>
 __attribute__((always_inline)) inline A& tg_alloc(int k) {
@@ -893,15 +958,21 @@ __attribute__((always_inline)) inline void mark_return() {
   if (Fiber* f = g.fiber) f->returned = 1;
 }
 
-__attribute__((noinline, cold)) inline void fail_no_fiber(const char* what, int line, const char* file) {
+#if CN_RUNTIME_BODIES
+__attribute__((noinline, cold)) CN_RT void fail_no_fiber(const char* what, int line, const char* file) {
   fail_fatal(ERR_INTERNAL, line, file,
              "%s called in a kernel the emulator runs without fibers (it found no synchronisation "
              "in the source text); please report this kernel", what);
 }
+#else
+__attribute__((noinline, cold)) CN_RT void fail_no_fiber(const char* what, int line, const char* file);
+#endif
+
 
 // Group barrier: every thread of the group that has not returned must reach the same barrier
 // (same source line). `flags` (BarrierFlags) says which memory it orders, for race checking.
-CN_NOTSAN __attribute__((noinline)) inline void barrier(int line, const char* file, int flags = BARRIER_ALL) {
+#if CN_RUNTIME_BODIES
+CN_NOTSAN __attribute__((noinline)) CN_RT void barrier(int line, const char* file, int flags = BARRIER_ALL) {
   Fiber* f = g.fiber;
   if (!f) {
     if (g.cur && g.cur->nthreads > 1) fail_no_fiber("a barrier", line, file);
@@ -922,6 +993,10 @@ CN_NOTSAN __attribute__((noinline)) inline void barrier(int line, const char* fi
   }
   leave(f);
 }
+#else
+CN_NOTSAN __attribute__((noinline)) CN_RT void barrier(int line, const char* file, int flags = BARRIER_ALL);
+#endif
+
 
 // Lane exchange: deposits `in` and waits until every active lane of the SIMD group reached the
 // same exchange (same line); `resolve` then computes every lane's `out`.
@@ -966,7 +1041,8 @@ inline const T& lane_in(const Fiber* f) { return *reinterpret_cast<const T*>(f->
 template <class T>
 inline void lane_out(Fiber* f, const T& v) { std::memcpy(f->out, &v, sizeof(T)); }
 
-CN_NOTSAN __attribute__((noinline, cold)) inline void fail_inactive(const Fiber* reader, int64_t lane) {
+#if CN_RUNTIME_BODIES
+CN_NOTSAN __attribute__((noinline, cold)) CN_RT void fail_inactive(const Fiber* reader, int64_t lane) {
   const ThreadInfo* saved = g.cur;
   g.cur = &reader->info;
   if (Report* r = begin_failure(ERR_INACTIVE_LANE)) {
@@ -976,6 +1052,10 @@ CN_NOTSAN __attribute__((noinline, cold)) inline void fail_inactive(const Fiber*
   }
   g.cur = saved;
 }
+#else
+CN_NOTSAN __attribute__((noinline, cold)) CN_RT void fail_inactive(const Fiber* reader, int64_t lane);
+#endif
+
 
 // ---------------------------------------------------------------------------------------------
 // Random numbers for the random-order option
@@ -1254,8 +1334,10 @@ inline uint64_t mix64(uint64_t z) {
 // loop's own loads and stores, of untracked memory, cost a quick address test each.
 #if CN_RACES
 #define CN_WALK __attribute__((noinline))
+#define CN_WALK_THUNK
 #else
 #define CN_WALK CN_NOTSAN __attribute__((always_inline))
+#define CN_WALK_THUNK CN_NOTSAN
 #endif
 //
 // One thread of a lane loop: its ThreadInfo is made here, in an inlined callee, rather than in
@@ -1375,20 +1457,59 @@ CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel,
   }
 }
 
+// How the runtime's grid walk (run_launch) calls the kernel: `walk` runs the threads of one group
+// in order (loop mode), `thread` runs one thread (fibers, random order); `ctx` is their argument.
+// Both are made by run_grid in the kernel's own translation unit, where the kernel is inlined.
+struct GridCalls {
+  void (*walk)(void* ctx, ThreadInfo& t, const uint32_t* base);
+  void (*thread)(void* ctx, const ThreadInfo& t);
+  void* ctx;
+};
+
+// Runs the descriptor's share of the grid through `calls`. `fibers`: threads of a group run as
+// fibers (the kernel synchronises); otherwise as a plain loop. `checks`: the kernel is a checked
+// build. Returns 0, or -1 when the descriptor is unusable.
+CN_NOTSAN CN_RT int run_launch(const LaunchDesc* d, int nshared, bool fibers, bool checks,
+                               const GridCalls& calls);
+
+template <bool Current, class F, class L, class G>
+struct GridWalk {
+  F* kernel;
+  const L* lanes;
+  const G* guard;
+  static CN_WALK_THUNK void walk(void* c, ThreadInfo& t, const uint32_t* base) {
+    GridWalk* w = static_cast<GridWalk*>(c);
+    walk_group<Current>(t, base, *w->kernel, w->lanes, w->guard);
+  }
+  static void thread(void* c, const ThreadInfo& t) { (*static_cast<GridWalk*>(c)->kernel)(t); }
+};
+
 // Runs `kernel(ThreadInfo)` for every thread of the descriptor's share of the grid. `Fibers`:
 // threads of a group run as fibers (the kernel synchronises); otherwise as a plain loop.
 // `Checks`: the kernel is a checked build. `Current`: keep g.cur's thread position up to date for
 // every thread (the CUDA builtins and failure reports read it; an unchecked Metal kernel gets its
 // thread attributes as arguments and needs only the group). `lanes` and `guard` (loop mode only):
 // the kernel's lane copy and its early-return guard (walk_group). Returns 0, or -1 when the
-// descriptor is unusable.
+// descriptor is unusable. Only the calls into the kernel are made here; the walk over groups is
+// the runtime's (run_launch).
 template <bool Fibers, bool Checks, bool Current = true, class F, class L = NoLanes,
           class G = NoLanes>
 CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel,
                               const L* lanes = nullptr, const G* guard = nullptr) {
+  using W = GridWalk<Current, std::remove_reference_t<F>, L, G>;
+  W w{&kernel, lanes, guard};
+  GridCalls calls{nullptr, &W::thread, &w};
+  if constexpr (!Fibers) calls.walk = &W::walk;
+  return run_launch(d, nshared, Fibers, Checks, calls);
+}
+
+#if CN_RUNTIME_BODIES
+CN_NOTSAN CN_RT int run_launch(const LaunchDesc* d, int nshared, bool fibers, bool checks,
+                               const GridCalls& calls) {
+  const bool Fibers = fibers;
   if (d->abi != CN_ABI_VERSION) return -1;
   g.report = d->report;
-  g.checks = Checks;
+  g.checks = checks;
   g.abort = false;
   g.cur = nullptr;
   g.fiber = nullptr;
@@ -1433,8 +1554,8 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel,
     }
   }
   if (Fibers) {
-    sched.call = &call_functor<std::remove_reference_t<F>>;
-    sched.functor = static_cast<void*>(&kernel);
+    sched.call = calls.thread;
+    sched.functor = calls.ctx;
   }
   auto run_group = [&](int64_t q) CN_NOTSAN {
     g.pos = q;
@@ -1478,14 +1599,14 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel,
         for (uint32_t k = 0; k < t.nthreads; ++k) {
           const ThreadInfo& u = infos[torder[k]];
           g.cur = &u;
-          kernel(u);
+          calls.thread(calls.ctx, u);
 #if CN_RACES
           if (race::st.npending) race::flush_pending();
 #endif
         }
       }
     } else {
-      walk_group<Current>(t, base, kernel, lanes, guard);
+      calls.walk(calls.ctx, t, base);
     }
     if (__builtin_expect(d->report->count != failures, 0)) log_failures(q, d->report->count);
   };
@@ -1521,6 +1642,8 @@ CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel,
   std::free(torder);
   return 0;
 }
+
+#endif  // CN_RUNTIME_BODIES
 
 }  // namespace cn
 
@@ -1567,6 +1690,7 @@ CN_NOTSAN inline int64_t cn_count_pattern(const U* p, int64_t n, U v) {
   return count;
 }
 
+#if CN_RUNTIME_BODIES
 CN_EXPORT void cn_fill(void* p, int64_t n, int32_t elem, uint64_t pattern) {
   switch (elem) {
     case 1: cn_fill_pattern(static_cast<uint8_t*>(p), n, uint8_t(pattern)); break;
@@ -1594,6 +1718,6 @@ CN_EXPORT int64_t cn_failures_upto(int64_t pos) {
   for (size_t k = 0; k + 1 < cn::g.nlog && cn::g.log[k] <= pos; k += 2) n = cn::g.log[k + 1];
   return n;
 }
-
+#endif  // CN_RUNTIME_BODIES
 
 #endif  // CN_CORE_H

@@ -1065,6 +1065,7 @@ CN_NOTSAN __attribute__((always_inline)) inline void access(const void* p, uint3
 #define CN_RACE_SYNC(P, OLD, NOW, WROTE, LOCK) \
   ::cn::race::sync_op((P), ::cn::race::bits(OLD), ::cn::race::bits(NOW), (WROTE), (LOCK))
 extern "C" {
+#if CN_RUNTIME_BODIES
 #define CN_TSAN_RW(N)                                                                         \
   CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_read##N(void* p) {             \
     ::cn::race::access_n<N, false>(p, __builtin_return_address(0));                          \
@@ -1206,6 +1207,11 @@ CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_atomic_thread_fence(
   ::cn::race::fence();
 }
 CN_NOTSAN __attribute__((visibility("hidden"))) void __tsan_atomic_signal_fence(int) {}
+#else
+void* cn_race_memcpy(void* d, const void* src, size_t n);
+void* cn_race_memmove(void* d, const void* src, size_t n);
+void* cn_race_memset(void* d, int c, size_t n);
+#endif  // CN_RUNTIME_BODIES
 }
 #else
 #define CN_RACE_ATOMIC (void)0
