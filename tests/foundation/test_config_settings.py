@@ -21,6 +21,9 @@ ALLOWED = {
     # cunumpy settings, but facts about the process it runs in.
     "testing/_markers.py": {"PYTEST_CURRENT_TEST"},  # inside a running pytest test?
     "testing/_mlx.py": {"MLX_DISABLE_COMPILE"},  # MLX's own switch, honoured as MLX does
+    "testing/cupy_on_cpu/_util.py": {  # CuPy's own variables, read as cupy/_util.pyx does
+        "CUPY_EXPERIMENTAL_SLICE_COPY", "CUPY_CUDA_ARRAY_INTERFACE_SYNC",
+        "CUPY_CUDA_ARRAY_INTERFACE_EXPORT_VERSION", "CUPY_DLPACK_EXPORT_VERSION"},
 }
 
 

@@ -53,6 +53,51 @@ def test_install_gives_cupy_cupyx_and_the_cupy_backend(no_working_cupy):
     assert done.stdout.strip() == "True"
 
 
+def test_cupy_util_imports_as_cupy_does(no_working_cupy):
+    """cuCIM's spellings: `import cupy._util`, `from cupy._util import ...`, `cupy._util.x`."""
+    done = _run("""
+        import warnings
+        import cunumpy.testing
+        cunumpy.testing.install_cupy_on_cpu()
+        import cupy
+        assert cupy._util.memoize is cupy.memoize  # an attribute before any import of it
+        import cupy._util
+        from cupy import _util
+        from cupy._util import PerformanceWarning, clear_memo, memoize
+        import cunumpy.testing.cupy_on_cpu._util as own
+        assert cupy._util is _util is own and memoize is cupy.memoize
+        assert clear_memo is cupy.clear_memo and issubclass(PerformanceWarning, RuntimeWarning)
+
+        @cupy._util.memoize(for_each_device=True)
+        def kernel(n):
+            return cupy.ElementwiseKernel("T x", "T y", f"y = x * {n}", "times")
+
+        assert kernel(3) is kernel(3)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            cupy._util.experimental("cupyx.jit.rawkernel")
+            cupy.disable_experimental_feature_warning = True
+            cupy._util.experimental("cupyx.jit.rawkernel")
+        assert [w.category for w in got] == [FutureWarning]
+        a = cupy.zeros(3)
+        a[:] = __import__("numpy").ones(3)  # CUPY_EXPERIMENTAL_SLICE_COPY=1, read at install
+        print(cupy._util.ENABLE_SLICE_COPY, a.sum())
+    """, env={"CUPY_EXPERIMENTAL_SLICE_COPY": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "3.0"]
+
+
+def test_a_bad_cupy_environment_value_is_named(no_working_cupy):
+    """CuPy's own variables fail the install (CuPy's `import cupy`), not `import cunumpy.testing`."""
+    done = _run("""
+        import cunumpy.testing
+        print("imported", flush=True)
+        cunumpy.testing.install_cupy_on_cpu()
+    """, env={"CUPY_DLPACK_EXPORT_VERSION": "one"})
+    assert done.stdout.strip() == "imported" and done.returncode != 0
+    assert "CUPY_DLPACK_EXPORT_VERSION='one' is not valid" in done.stderr
+
+
 def test_cunumpy_info_says_the_stand_in_is_active(no_working_cupy):
     done = _run("""
         import cunumpy.testing, sys

@@ -153,19 +153,3 @@ def test_binary_attributes_and_jitify_are_refused():
     with pytest.raises(TypeError, match="code"):
         RawModule()
 
-
-def test_memoize_caches_per_arguments():
-    from cunumpy.testing.cupy_on_cpu._kernels import clear_memo, memoize
-
-    calls = []
-
-    @memoize(for_each_device=True)
-    def make(n):
-        calls.append(n)
-        return [n]
-
-    assert make(2) is make(2) and calls == [2]
-    clear_memo()
-    make(2)
-    assert calls == [2, 2]
-    assert make(n=3) is make(n=3) and calls == [2, 2, 3]

@@ -31,9 +31,10 @@ _KERNEL_NAMES = {
     "ElementwiseKernel": "_elementwise",
     "ReductionKernel": "_reduction",
     "fuse": "_fuse",
-    "memoize": "_kernels", "clear_memo": "_kernels",
+    "memoize": "_util", "clear_memo": "_util",
 }
-"""Names provided by the kernel modules of this package, imported on first access."""
+"""Names provided by other modules of this package (the kernel modules, ``cupy._util``),
+imported on first access."""
 
 
 def __getattr__(name: str) -> Any:

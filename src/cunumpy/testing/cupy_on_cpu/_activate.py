@@ -1,8 +1,8 @@
 """Installing the stand-in as ``cupy``: :func:`install_cupy_on_cpu` and its environment switch.
 
 Installing puts the stand-in in :data:`sys.modules` as ``cupy`` (with ``cupy.cuda`` and its
-submodules, ``cupy.fft``, ``cupy.linalg``, ``cupy.random``, ``cupy.testing``) and ``cupyx``
-(with ``cupyx.scipy.*``), so that ``import cupy`` in any code that runs later gets it. It
+submodules, ``cupy.fft``, ``cupy.linalg``, ``cupy.random``, ``cupy.testing``, ``cupy._util``)
+and ``cupyx`` (with ``cupyx.scipy.*``), so that ``import cupy`` in any code that runs later gets it. It
 refuses, with the reason, when ``cupy`` is imported already (the real module would stay in use
 by whoever imported it) and when a real CuPy is importable and computes on a device (the
 stand-in would hide the GPU). The check for a working CuPy runs in a child process, so this
@@ -124,6 +124,10 @@ def _register() -> None:
         sys.modules[f"cupy.{name}"] = _submodules.submodule(name)
     # `from cupy.lib.stride_tricks import as_strided` (cuCIM) imports it by its full name
     sys.modules["cupy.lib.stride_tricks"] = sys.modules["cupy.lib"].stride_tricks
+    # registered by name, never found on the package's path: a second copy would keep its own
+    # memo caches; importing it also makes it the attribute `cupy._util`, as on CuPy
+    sys.modules["cupy._util"] = importlib.import_module(f"{PACKAGE}._util")
+    sys.modules["cupy._util"].read_settings()  # CuPy's variables, read when cupy is imported
     sys.modules.update(_cupyx.cupyx_module())
     _namespace._cache.clear()
     from cunumpy import _backend

@@ -31,6 +31,7 @@ from typing import Any
 import numpy
 
 from cunumpy import profiling
+from cunumpy.testing.cupy_on_cpu import _util
 from cunumpy.testing.cupy_on_cpu._memory import Device, MemoryPointer, track_allocation
 
 __all__ = ["MemoryPointer", "ndarray", "unwrap", "wrap"]
@@ -333,7 +334,24 @@ class ndarray:
         return self._view(result)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(value, numpy.ndarray) and type(key) is slice and key == slice(None) \
+                and _util.ENABLE_SLICE_COPY:  # read at each use: code may set it
+            self._copy_from_host_by_slice(value)
+            return
         self._data[_index(key)] = _operand(value)
+
+    def _copy_from_host_by_slice(self, host: numpy.ndarray) -> None:
+        """``a[:] = host`` under ``cupy._util.ENABLE_SLICE_COPY``: a host-to-device copy."""
+        data = self._data
+        if host.dtype != data.dtype or host.shape != data.shape or \
+                not (data.flags.c_contiguous or data.flags.f_contiguous):
+            raise ValueError(
+                f"a[:] = numpy array (cupy._util.ENABLE_SLICE_COPY): the NumPy array "
+                f"{_describe(host)} must have the shape and dtype of {_describe(data)}, and the "
+                "CuPy array must be contiguous"
+            )
+        _record("to_device", host, "a[:] = numpy array")
+        data[...] = host
 
     # -- copies and conversions with a clear device meaning --------------------------------
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from cunumpy.testing.cupy_on_cpu._array import MemoryPointer, ndarray, unwrap
 
-__all__ = ["RawKernel", "RawModule", "clear_memo", "kernel_buffer", "launch_on_emulator", "memoize"]
+__all__ = ["RawKernel", "RawModule", "kernel_buffer", "launch_on_emulator"]
 
 ARCH = 900
 """``__CUDA_ARCH__`` the kernels see (the emulator's runtime defines it: an H100/H200)."""
@@ -389,35 +389,3 @@ class RawModule:
 
     def __repr__(self) -> str:
         return "<RawModule (cupy stand-in, emu-cuda)>"
-
-
-_MEMOS: list[dict] = []
-
-
-def memoize(for_each_device: bool = False) -> Any:
-    """``cupy.memoize``: a decorator caching a function's result per arguments (positional and
-    keyword; one device here, so ``for_each_device`` changes nothing)."""
-    import functools
-
-    def decorator(f: Any) -> Any:
-        memo: dict = {}
-        _MEMOS.append(memo)
-
-        @functools.wraps(f)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            key = (args, frozenset(kwargs.items()))
-            try:
-                return memo[key]
-            except KeyError:
-                value = memo[key] = f(*args, **kwargs)
-                return value
-
-        return wrapper
-
-    return decorator
-
-
-def clear_memo() -> None:
-    """``cupy.clear_memo``: forget every result that :func:`memoize` kept."""
-    for memo in _MEMOS:
-        memo.clear()
