@@ -439,7 +439,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for job in jobs:
         _, err = job.communicate()
         assert job.returncode == 0, err[-6000:]
-        assert "warning" not in err, err[-6000:]
+        # GCC 13 warns about float -> half conversions, which Metal makes implicitly.
+        warnings = [ln for ln in err.splitlines()
+                    if "warning" in ln and "with greater conversion rank" not in ln]
+        assert not warnings, err[-6000:]
     exe = work / "exercise"
     objs = [str(work / f"exercise{i}.o") for i in range(len(jobs))]
     link = subprocess.run(

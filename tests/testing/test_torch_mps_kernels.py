@@ -93,6 +93,10 @@ def lib():
 
 
 def test_philox_of_c10_random_h(lib):
+    if not torch.__version__.startswith("2.13."):
+        # The reference follows torch 2.13's c10/metal/random.h (its nine rounds); the kernel
+        # runs the header of the torch installed, which another release may change.
+        pytest.skip(f"philox_reference is written from torch 2.13's header, not {torch.__version__}")
     out = torch.zeros(16, 4, dtype=torch.int32)
     seed = 0x1234_5678_9ABC
     lib.philox(out, seed, threads=16)
