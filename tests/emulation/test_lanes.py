@@ -142,6 +142,108 @@ def test_out_of_bounds_names_the_thread_with_lanes_on(private_cache, monkeypatch
         k(a, a, np.float32(1), out, np.int32(1000), grid=8, block=128)
 
 
+def test_a_short_buffer_names_the_thread_with_checked_lanes(private_cache, monkeypatch):
+    """The row's bounds proof fails where `out[i]` leaves the buffer: that row runs the checked
+    kernel thread by thread, which reports the first failing thread."""
+    monkeypatch.setenv("CUNUMPY_EMULATOR_LANES", "1")
+    monkeypatch.setenv("CUNUMPY_EMULATOR_CHECKS", "1")
+    k = CudaKernel(PUSH, "push", engine="emulator")
+    a = np.ones(1000, np.float32)
+    out = np.zeros(900, np.float32)
+    with pytest.raises(OutOfBoundsError, match=r"index 900 .*thread \(4,0,0\) block \(7,0,0\)"):
+        k(a, a, np.float32(1), out, np.int32(1000), grid=8, block=128)
+    np.testing.assert_array_equal(out, np.full(900, 51, np.float32))
+
+
+CHECKED_PUSH = (
+    PUSH.replace("(const float* pos, const float* vel, float dt, float* out, int n)",
+                 "(const ::cn::ThreadInfo& cn_this_thread, cn::ptr<const float> pos, "
+                 "cn::ptr<const float> vel, float dt, cn::ptr<float> out, int n)")
+    .replace("pos[i]", "::cn::cuda::at_site(pos, __LINE__, __FILE__)[i]")
+    .replace("vel[i]", "::cn::cuda::at_site(vel, __LINE__, __FILE__)[i]")
+    .replace("out[i]", "::cn::cuda::at_site(out, __LINE__, __FILE__)[i]")
+)
+
+
+def test_checked_lane_copy_proves_its_subscripts_in_the_guard():
+    lane = _lanes.cuda_lane_kernel(CHECKED_PUSH, "push", "push", checked=True)
+    assert lane is not None
+    copy, guard = lane.text.split("push__cn_guard")
+    assert "pos.p[i]" in copy and "out.p[i] = x;" in copy and "at_site" not in copy
+    assert ("return (i >= n) || !(::cn::lane_in_bounds(pos, i) && ::cn::lane_in_bounds(vel, i) "
+            "&& ::cn::lane_in_bounds(out, i));") in guard
+    # Unchecked text with the same option: nothing to prove, the guard is the early return.
+    plain = PUSH.replace("(const float*", "(const ::cn::ThreadInfo& cn_this_thread, const float*")
+    assert "lane_in_bounds" not in _lanes.cuda_lane_kernel(plain, "push", "push", True).text
+
+
+@pytest.mark.parametrize("change, why", [
+    (("out, __LINE__, __FILE__)[i]", "out, __LINE__, __FILE__)[i + 1]"), "a computed index"),
+    (("const float v =", "i += 1; const float v ="), "the index assigned after the guard"),
+    (("for (int k", "for (int i = 0; i < 2; ++i) x += 1.0f; for (int k"), "the index redeclared"),
+    (("out, __LINE__, __FILE__)[i]", "out, __LINE__, __FILE__)[k0]"), "no such int"),
+    (("float x = ::cn::cuda::at_site(pos, __LINE__, __FILE__)[i];", "float x = *(pos + i);"),
+     "pointer arithmetic, which checks without the thread"),
+])
+def test_no_checked_lane_copy_without_a_proof(change, why):
+    old, new = change
+    assert _lanes.cuda_lane_kernel(CHECKED_PUSH.replace(old, new), "push", "push",
+                                   checked=True) is None, why
+
+
+METAL_PARAMS = ["cn::ptr<const float> a", "cn::ptr<const float> dt", "cn::ptr<float> out",
+                "uint3 thread_position_in_grid"]
+METAL_BODY = """
+uint i = thread_position_in_grid.x;
+float x = a[i];
+if (x > 0.5f) { x = sqrt(x) * dt[0]; }
+out[i] = x;
+"""
+
+
+def test_metal_lane_copy_proves_its_subscripts_and_restricts_distinct_buffers():
+    lane = _lanes.metal_lane_kernel("k", METAL_PARAMS, METAL_BODY, distinct=frozenset({"out"}))
+    assert lane is not None and lane.lanes_call == "k__cn_lanes" and lane.guard_call == "k__cn_guard"
+    copy, guard = lane.text.split("k__cn_guard")
+    assert "auto* __restrict__ out__cn_r = out.p;" in copy and "out__cn_r[i] = x;" in copy
+    assert "a.p[i]" in copy and "dt.p[0]" in copy
+    assert ("return !(::cn::lane_in_bounds(a, i) && ::cn::lane_in_bounds(dt, 0) && "
+            "::cn::lane_in_bounds(out, i));") in guard
+    tmpl = _lanes.metal_lane_kernel("k", METAL_PARAMS, METAL_BODY, "template <int N>", "<3>")
+    assert tmpl is not None and tmpl.text.count("template <int N>") == 2
+    assert tmpl.lanes_call == "k__cn_lanes<3>"
+
+
+@pytest.mark.parametrize("change, why", [
+    (("out[i] = x;", "out[i + 1] = x;"), "a computed index"),
+    (("float x = a[i];", "float x = *(a + i);"), "pointer arithmetic"),
+    (("out[i] = x;", "device float* o = out; o[i] = x;"), "a local pointer"),
+    (("out[i] = x;", "out[i] = simd_sum(x);"), "a SIMD-group function"),
+    (("float x = a[i];", "i += 1; float x = a[i];"), "the index assigned"),
+])
+def test_no_metal_lane_copy_without_a_proof(change, why):
+    body = METAL_BODY.replace(*change)
+    assert _lanes.metal_lane_kernel("k", METAL_PARAMS, body) is None, why
+
+
+@pytest.mark.parametrize("checks", [False, True])
+def test_metal_short_output_names_the_thread_with_checked_lanes(private_cache, monkeypatch,
+                                                                checks):
+    """A row whose bounds proof fails runs the checked kernel: the failure names the thread
+    as without lanes; unchecked kernels keep their lanes."""
+    monkeypatch.setenv("CUNUMPY_EMULATOR_LANES", "1")
+    body = "uint i = thread_position_in_grid.x; out[i] = a[i + 0] * 2.0f + b[i];"
+    k = MetalKernel(body.replace("a[i + 0]", "a[i]"), ["a", "b"], ["out"],
+                    emulator_options=EmulatorOptions(checks=checks))
+    a = np.arange(1000, dtype=np.float32)
+    out = np.empty_like(a)
+    if checks:
+        with pytest.raises(OutOfBoundsError, match=r"'b'.*index 900 .*thread \(132,0,0\)"):
+            k(a, a[:900].copy(), out=out, n_threads=1000, threadgroup=256, engine="emulator")
+    k(a, a.copy(), out=out, n_threads=1000, threadgroup=256, engine="emulator")
+    _bits_equal(out, a * np.float32(2) + a)
+
+
 @pytest.mark.parametrize("source, name, why", [
     (ATOMIC, "count", "atomicAdd"),
     (PUSH.replace("out[i] = x;", 'out[i] = x; printf("%f", x);'), "push", "printf"),

@@ -21,7 +21,12 @@ CUDA kernels run in lanes through a copy of the kernel (:func:`cuda_lane_kernel`
 builtins read the thread that the scalar loop keeps in ``cn::g.cur``, which a lane loop cannot
 keep up to date, so only a body that cannot read it (no calls but arithmetic ones) gets a copy,
 with its leading early return (``if (i >= n) return;``) taken out and checked for the whole row
-first. Checked builds stay scalar: a failing bounds check is a call that reports the thread.
+first. Checked builds get a copy too when every checked subscript indexes a pointer parameter
+with one of the leading integer declarations (``x[i]``, ``i`` never assigned again): the row's
+guard then also proves each such subscript of each thread in bounds (vectorised compares), the
+copy subscripts unchecked, and a row where any thread could fail runs the checked kernel one
+thread at a time, which reports the failure as before. Any other check (a computed index, shared
+arrays, undefined-behaviour checks) keeps the kernel scalar.
 ``CUNUMPY_EMULATOR_LANES=0`` switches lanes off (:func:`cunumpy.config.emulator_lanes`).
 """
 
@@ -40,7 +45,7 @@ from cunumpy.emulation._toolchain import Compiler
 
 __all__ = [
     "LANE_FLAGS", "LaneKernel", "cuda_lane_kernel", "enabled", "isa_flags", "isa_level",
-    "switch_flags",
+    "metal_lane_kernel", "switch_flags",
 ]
 
 def enabled() -> bool:
@@ -145,10 +150,79 @@ which a lane loop does not keep up to date, or block vectorisation anyway."""
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*(?:<[^<>;{}()]*>\s*)?\(")
 _DECL = re.compile(
     r"\s*(?:const\s+)?(?:(?:unsigned|signed)\s+)?"
-    r"(?:int|long\s+long|long|unsigned|size_t|ptrdiff_t|u?int(?:32|64)_t|auto)\s+"
+    r"(?:int|long\s+long|long|unsigned|size_t|ptrdiff_t|u?int(?:32|64)_t|auto|uint|ulong)\s+"
     r"([A-Za-z_]\w*)\s*=\s*([^;{}\[\]=]*(?:[<>!=]=[^;{}\[\]=]*)*);"
 )
 _GUARD = re.compile(r"\s*if\s*\(")
+_SITE = re.compile(
+    r"::cn::cuda::at_site\(\s*([A-Za-z_]\w*)\s*,\s*__LINE__\s*,\s*__FILE__\s*\)"
+    r"\[\s*([A-Za-z_]\w*|\d+)\s*\]"
+)
+"""A checked subscript as the CUDA rewriter spells it, with an identifier or a literal index."""
+
+
+def _assigned(name: str, body: str) -> bool:
+    """Whether ``body`` may change or redeclare ``name`` (or take its address)."""
+    n = re.escape(name)
+    return re.search(
+        rf"(?:(?<!\.)(?<!->)\b{n}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
+        rf"|(?<!\.)(?<!->)\b{n}\s*(?:\+\+|--)|(?:\+\+|--|&)\s*{n}\b"
+        rf"|\b(?:int|long|unsigned|signed|short|char|bool|float|double|auto|size_t|ptrdiff_t"
+        rf"|u?int\d+_t|uint|ulong)\s*[*&]*\s+{n}\s*[=;,\[)])",
+        body) is not None
+
+
+def _leading_ints(body: str) -> tuple[int, set[str]]:
+    """Where the body's leading integer declarations end, and the names they declare."""
+    pos, ints = 0, set()
+    while (d := _DECL.match(body, pos)) is not None:
+        ints.add(d.group(1))
+        pos = d.end()
+    return pos, ints
+
+
+def _proved_sites(body: str, site: re.Pattern[str],
+                  pointers: set[str]) -> tuple[str, list[str]] | None:
+    """``body`` with the subscripts ``site`` finds (groups: pointer, index) made plain, and the
+    bounds conditions that make them safe (``cn::lane_in_bounds(x, i)``); None when one is not
+    of a parameter in ``pointers`` by a literal or an integer of the leading declarations, or
+    either may change after them."""
+    pos, ints = _leading_ints(body)
+    rest = body[pos:]
+    conds: list[str] = []
+    bad = False
+
+    def plain(m: re.Match[str]) -> str:
+        nonlocal bad
+        ptr, idx = m.group(1), m.group(2)
+        literal = idx.isdigit()
+        if (ptr not in pointers or _assigned(ptr, rest)
+                or (not literal and (idx not in ints or _assigned(idx, rest)))):
+            bad = True
+        cond = f"::cn::lane_in_bounds({ptr}, {idx})"
+        if cond not in conds:
+            conds.append(cond)
+        return f"{ptr}.p[{idx}]"
+
+    out = body[:pos] + site.sub(plain, rest)
+    return None if bad else (out, conds)
+
+
+def _other_uses(copy: str, pointers: set[str]) -> bool:
+    """Whether ``copy`` uses a checked pointer otherwise than subscripted plainly (``x.p[``):
+    pointer arithmetic, a dereference, a call argument, which would check and report without
+    the thread the lane loop does not keep."""
+    if not pointers:
+        return False
+    names = "|".join(re.escape(p) for p in sorted(pointers))
+    return re.search(rf"(?<!\.)(?<!->)\b(?:{names})\b(?!\.p\[)", copy) is not None
+
+
+def _checked_pointers(params: str) -> set[str]:
+    """Names of the parameters declared as checked pointers (``cn::ptr<T> name``)."""
+    return set(re.findall(r"cn::ptr<[^<>]*>\s+([A-Za-z_]\w*)\s*(?=[,)]|$)", params))
+
+
 _UNSAFE = ("printf", "assert", "atomic", "__sync", "__shfl", "asm", "goto", "__trap", "throw",
            "malloc", "free", "new ", "delete", "cn_", "::cn")
 
@@ -182,7 +256,8 @@ def _template_head(before: str) -> str | None:
     return head
 
 
-def cuda_lane_kernel(text: str, name: str, call: str) -> LaneKernel | None:
+def cuda_lane_kernel(text: str, name: str, call: str,
+                     checked: bool = False) -> LaneKernel | None:
     """The lane copy of the rewritten kernel ``name`` in ``text``, or None when it has none.
 
     A kernel has a lane copy when its definition is found once, its body calls nothing but
@@ -199,6 +274,9 @@ def cuda_lane_kernel(text: str, name: str, call: str) -> LaneKernel | None:
         The kernel's name (no namespace).
     call
         How the launcher calls the kernel (``name`` or ``name<args>``).
+    checked
+        The text is a checked build's: its checked subscripts may be made plain, each under a
+        bounds condition that joins the guard (see the module).
     """
     if "::" in call or not re.fullmatch(rf"{re.escape(name)}\s*(?:<[^;{{}}()]*>)?", call):
         return None
@@ -223,6 +301,13 @@ def cuda_lane_kernel(text: str, name: str, call: str) -> LaneKernel | None:
     if b_end < 0:
         return None
     body = rest[brace + 1 : b_end - 1]
+    conds: list[str] = []
+    if checked:
+        pointers = _checked_pointers(params)
+        sited = _proved_sites(body, _SITE, pointers)
+        if sited is None or _other_uses(sited[0], pointers):
+            return None
+        body, conds = sited
     if "//" in body or "/*" in body or "#" in body or any(u in body for u in _UNSAFE):
         return None
     if any(c.group(1) not in _PURE_CALLS for c in _CALL.finditer(body)):
@@ -243,8 +328,11 @@ def cuda_lane_kernel(text: str, name: str, call: str) -> LaneKernel | None:
             if "=" in cond.replace("==", "").replace("<=", "").replace(">=", "").replace(
                     "!=", "") or "++" in cond or "--" in cond:
                 return None
-            guard = cond
+            guard = f"({cond})"
             body = body[:pos] + after[r.end() :]
+    if conds:
+        proof = " && ".join(conds)
+        guard = f"{guard} || !({proof})" if guard else f"!({proof})"
     template = f"{head}\n" if head else ""
     targs = call[len(name):].strip()
     lanes = f"{name}__cn_lanes"
@@ -254,6 +342,70 @@ def cuda_lane_kernel(text: str, name: str, call: str) -> LaneKernel | None:
     if guard is not None:
         gname = f"{name}__cn_guard"
         out.append(f"{template}static inline __attribute__((always_inline)) bool "
-                   f"{gname}{params} {{{''.join(decls)}\n  return ({guard});\n}}")
+                   f"{gname}{params} {{{''.join(decls)}\n  return {guard};\n}}")
         guard_call = gname + targs
     return LaneKernel("\n".join(out) + "\n", lanes + targs, guard_call)
+
+
+_METAL_UNSAFE = re.compile(
+    r"cn::|\b(?:device|constant|threadgroup|thread|atomic\w*|simd_\w+|simdgroup\w*|quad_\w+|"
+    r"thread_elements|threadgroup_barrier|os_log|printf|assert)\b|//|/\*|#"
+)
+"""What keeps a checked Metal body out of lanes: runtime calls (``cn::``, returns are marked
+through it), local pointers (every MSL pointer names its address space), atomics, SIMD-group
+functions and matrices (they read the runtime's current thread), quad functions, barriers,
+logging, comments and preprocessor lines."""
+
+
+def metal_lane_kernel(name: str, params: list[str], body: str, template: str = "",
+                      targs: str = "", distinct: frozenset[str] = frozenset()) -> LaneKernel | None:
+    """The lane copy of a checked Metal kernel function and its bounds guard, or None.
+
+    A checked body gets a copy when each use of a buffer parameter is a subscript by a literal or
+    by an integer of its leading declarations (``uint i = thread_position_in_grid.x;``) that is
+    never assigned again, and it has nothing of :data:`_METAL_UNSAFE`; the copy subscripts
+    unchecked and the guard is true for a thread any of whose subscripts would leave its buffer
+    (the launcher then runs that row with the checked kernel, thread by thread).
+
+    Parameters
+    ----------
+    name
+        The kernel function's name in the translation unit.
+    params
+        Its parameter declarations, as the launcher declares them.
+    body
+        Its body as the Metal rewriter left it.
+    template, targs
+        ``template <...>`` before the definition and ``<args>`` of the launcher's call, or "".
+    distinct
+        Buffers that no other buffer the kernel writes can overlap (outputs, fresh arrays
+        distinct from every input, and read-only inputs): subscripted in the copy through
+        ``__restrict__`` pointers, so that loads of inputs inside a thread's loops stay in
+        registers and the row vectorises.
+    """
+    if _METAL_UNSAFE.search(body):
+        return None
+    pointers = _checked_pointers(",".join(params) + ")")
+    if not pointers:
+        return None
+    names = "|".join(re.escape(p) for p in sorted(pointers))
+    site = re.compile(rf"\b({names})\s*\[\s*([A-Za-z_]\w*|\d+)\s*\]")
+    proved = _proved_sites(body, site, pointers)
+    if proved is None:
+        return None
+    copy, conds = proved
+    if not conds or _other_uses(copy, pointers):
+        return None  # a buffer used otherwise than subscripted stays checked
+    decls_end = _leading_ints(body)[0]
+    restricted = sorted(o for o in distinct & pointers if f"{o}.p[" in copy)
+    for o in restricted:
+        copy = copy.replace(f"{o}.p[", f"{o}__cn_r[")
+    copy = "".join(f"\n  auto* __restrict__ {o}__cn_r = {o}.p;" for o in restricted) + copy
+    head = f"{template}\n" if template else ""
+    plist = ",\n    ".join(params)
+    lanes, gname = f"{name}__cn_lanes", f"{name}__cn_guard"
+    text = (f"{head}static inline __attribute__((always_inline)) void {lanes}(\n    {plist}) {{"
+            f"\n{copy}\n}}\n"
+            f"{head}static inline __attribute__((always_inline)) bool {gname}(\n    {plist}) {{"
+            f"\n{body[:decls_end]}\n  return !({' && '.join(conds)});\n}}\n")
+    return LaneKernel(text, lanes + targs, gname + targs)

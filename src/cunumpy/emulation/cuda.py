@@ -319,11 +319,13 @@ def generate_source(
     lines.append(f'#line 1 "{program.label}"')
     body = noinline_qualifiers(rw.text)
     lines.append(body if body.endswith("\n") else body + "\n")
-    # The kernel's lane copy (SIMD across threads, emulation/_lanes.py): unchecked loop-mode
-    # builds of kernels whose body has nothing that reads the thread from the runtime.
+    # The kernel's lane copy (SIMD across threads, emulation/_lanes.py): loop-mode builds of
+    # kernels whose body has nothing that reads the thread from the runtime (in checked builds,
+    # nothing checked but subscripts that the row's guard proves in bounds).
     lane = None
-    if _lanes.enabled() and not checks and not (rw.sync or coop) and rw.thread_param:
-        lane = cuda_lane_kernel(body, program.name.rsplit("::", 1)[-1], program.call)
+    if _lanes.enabled() and not (rw.sync or coop) and rw.thread_param:
+        lane = cuda_lane_kernel(body, program.name.rsplit("::", 1)[-1], program.call,
+                                checked=checks)
     if lane is not None:
         lines.append('#line 1 "cn-lanes"')
         lines.append(lane.text)

@@ -65,7 +65,7 @@ import numpy as np
 
 from cunumpy import config
 from cunumpy._lang.metal_signature import ATTRIBUTES, MetalSignature, Param, metal_type_name
-from cunumpy.emulation import _build, _launch, _poison
+from cunumpy.emulation import _build, _lanes, _launch, _poison
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl, rewrite
 from cunumpy.emulation.errors import (
@@ -198,6 +198,21 @@ def generate_source(
             args.append(f"b{p.buffer}")
     nbuffers = sum(1 for p in signature.params if p.kind != "attribute")
     call = fname + (f"<{', '.join(targs)}>" if tparams else "")
+    # A checked kernel's lane copy (emulation/_lanes.py): unchecked kernels run in lanes as
+    # they are; a checked one only through a copy whose subscripts the row's guard proves.
+    lane = None
+    if checks and checked_buffers and not fibers and _lanes.enabled():
+        lane = _lanes.metal_lane_kernel(
+            fname, decls, body.text, f"template <{', '.join(tparams)}>" if tparams else "",
+            f"<{', '.join(targs)}>" if tparams else "",
+            frozenset(p.name for p in signature.params
+                      if p.kind == "output" or (p.const and not p.atomic)))
+    lane_fns = [] if lane is None else [
+        "  auto cn_lanes = cn::unsigned_index([=](const cn::ThreadInfo& t) CN_THREAD_FN {",
+        f"    {lane.lanes_call}({', '.join(args)});", "  });",
+        "  auto cn_guard = [=](const cn::ThreadInfo& t) CN_THREAD_FN {",
+        f"    return {lane.guard_call}({', '.join(args)});", "  };",
+    ]
     parts = ['#include "cn_metal.h"', *_MATH_MODE_LINES[math_mode],
         '#line 1 "header"',
         _with_newline(header.text),
@@ -210,6 +225,7 @@ def generate_source(
         ",\n".join(f"    {d}" for d in decls) + ") {",
         '#line 1 "body"',
         _with_newline(body.text) + "}",
+        *(['#line 1 "cn-lanes"', lane.text] if lane else []),
         '#line 1 "launch"',
         "CN_EXPORT int cn_launch(const cn::LaunchDesc* d) {",
         f"  if (d->abi != CN_ABI_VERSION || d->nbuffers != {nbuffers}) return -2;",
@@ -219,9 +235,10 @@ def generate_source(
         f"    CN_RACE_TRY {call}({', '.join(args)}); CN_RACE_CATCH",
         "  };",
         "  (void)cn_fn;",
+        *lane_fns,
         f"  return cn::run_grid<{'true' if fibers else 'false'}, "
         f"{'true' if checks else 'false'}, {'true' if checks else 'false'}>"
-        f"(d, {len(shared)}, cn_fn);",
+        f"(d, {len(shared)}, cn_fn{', &cn_lanes, &cn_guard' if lane else ''});",
         "}",
         "",
     ]

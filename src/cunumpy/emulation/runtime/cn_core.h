@@ -618,6 +618,13 @@ inline ptr<T> make_ptr(const LaunchDesc* d, int slot) {
 // group, made by the first thread that reaches the declaration.
 // ---------------------------------------------------------------------------------------------
 
+// Whether `q[i]` is inside its buffer: the bounds proof of a lane row (cunumpy/emulation/_lanes.py),
+// the same comparison as ptr::operator[] without the report.
+template <class T>
+__attribute__((always_inline)) inline bool lane_in_bounds(const ptr<T>& q, int64_t i) {
+  return static_cast<uint64_t>((q.p - q.base) + i) < static_cast<uint64_t>(q.extent);
+}
+
 template <class T, int64_t N, int ID>
 struct tarr {
   T a[N];
@@ -1362,6 +1369,19 @@ CN_WALK inline bool run_guard(G& k, const ThreadInfo& row, uint32_t x, uint32_t 
   v.lin = lin;
   return k(static_cast<const ThreadInfo&>(v));
 }
+// A lane copy whose threads index with an unsigned position (Metal's `uint i =
+// thread_position_in_grid.x`): its rows run with an unsigned induction variable, which keeps the
+// zero-extended index affine for the vectoriser (CUDA's `int i` needs a signed one).
+template <class F>
+struct UnsignedIndex {
+  F f;
+  __attribute__((always_inline)) void operator()(const ThreadInfo& t) const { f(t); }
+};
+template <class F>
+inline UnsignedIndex<F> unsigned_index(F f) { return UnsignedIndex<F>{f}; }
+template <class L> struct is_unsigned_index : std::false_type {};
+template <class F> struct is_unsigned_index<UnsignedIndex<F>> : std::true_type {};
+
 template <bool Current, class F, class L = NoLanes, class G = NoLanes>
 CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel,
                                const L* lanes = nullptr, const G* guard = nullptr) {
@@ -1414,7 +1434,7 @@ CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel,
           if constexpr (!std::is_same<L, NoLanes>::value) {
             if (lanes) {
               auto lk = *lanes;
-              if (e <= uint32_t(INT32_MAX)) {
+              if (!is_unsigned_index<L>::value && e <= uint32_t(INT32_MAX)) {
                 // A signed induction variable (it cannot overflow): CUDA kernels index with
                 // `int i = blockIdx.x * blockDim.x + threadIdx.x`, which is then affine.
                 const int32_t sc = int32_t(c), se = int32_t(e);

@@ -10,6 +10,20 @@ __global__ void scale_pow(const ::cn::ThreadInfo& cn_this_thread,  cn::ptr<const
     ::cn::cuda::at_site(y, __LINE__, __FILE__)[i] = r;
 }
 
+#line 1 "cn-lanes"
+template <typename T, int N>
+static inline __attribute__((always_inline)) void scale_pow__cn_lanes(const ::cn::ThreadInfo& cn_this_thread,  cn::ptr<const T> x, cn::ptr<T> y, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    T v = x.p[i], r = 1;
+    for (int k = 0; k < N; ++k) r *= v;
+    y.p[i] = r;
+}
+template <typename T, int N>
+static inline __attribute__((always_inline)) bool scale_pow__cn_guard(const ::cn::ThreadInfo& cn_this_thread,  cn::ptr<const T> x, cn::ptr<T> y, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  return (i >= n) || !(::cn::lane_in_bounds(x, i) && ::cn::lane_in_bounds(y, i));
+}
+
 #line 1 "cn-launch"
 CN_EXPORT int cn_launch(const cn::LaunchDesc* cn_d) {
   if (cn_d->abi != CN_ABI_VERSION || cn_d->nbuffers != 4) return -2;
@@ -25,7 +39,13 @@ CN_EXPORT int cn_launch(const cn::LaunchDesc* cn_d) {
   auto cn_fn = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {
     CN_RACE_TRY scale_pow<double, 3>(cn_t, cn_a0, cn_a1, cn_a2); CN_RACE_CATCH
   };
-  int cn_rc = cn::run_grid<false, true>(cn_d, 0, cn_fn);
+  auto cn_lanes = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {
+    scale_pow__cn_lanes<double, 3>(cn_t, cn_a0, cn_a1, cn_a2);
+  };
+  auto cn_guard = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {
+    return scale_pow__cn_guard<double, 3>(cn_t, cn_a0, cn_a1, cn_a2);
+  };
+  int cn_rc = cn::run_grid<false, true>(cn_d, 0, cn_fn, &cn_lanes, &cn_guard);
   std::fflush(stdout);
   return cn_rc;
 }
