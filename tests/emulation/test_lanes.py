@@ -68,6 +68,12 @@ out[i] = x;
 """
 
 
+@pytest.fixture(autouse=True)
+def _lane_builds_at_once(monkeypatch):
+    """Checked launches use their lane build from the first launch (not after TIER_THREADS)."""
+    monkeypatch.setattr(_lanes, "TIER_THREADS", 0)
+
+
 def _both(monkeypatch, run):
     """``run()`` with lanes on, then off (fresh variants each time); the two results."""
     results = []
@@ -242,6 +248,39 @@ def test_metal_short_output_names_the_thread_with_checked_lanes(private_cache, m
             k(a, a[:900].copy(), out=out, n_threads=1000, threadgroup=256, engine="emulator")
     k(a, a.copy(), out=out, n_threads=1000, threadgroup=256, engine="emulator")
     _bits_equal(out, a * np.float32(2) + a)
+
+
+@pytest.mark.parametrize("dialect", ["cuda", "metal"])
+def test_a_checked_variant_gets_its_lane_build_after_tier_threads(private_cache, monkeypatch,
+                                                                  dialect):
+    """Small checked launches compile no lane copy; once a variant has run TIER_THREADS threads
+    its lane build is compiled (a second cache entry) and gives the same results."""
+    monkeypatch.setenv("CUNUMPY_EMULATOR_LANES", "1")
+    monkeypatch.setenv("CUNUMPY_EMULATOR_CHECKS", "1")
+    monkeypatch.setattr(_lanes, "TIER_THREADS", 2500)
+    emu_cuda.forget_variants()
+    emu_metal.forget_variants()
+    a = np.random.default_rng(5).random(1000, dtype=np.float32)
+    if dialect == "cuda":
+        k = CudaKernel(PUSH.replace("50", "7"), "push", engine="emulator")
+    else:
+        k = MetalKernel(METAL_DIVERGENT.replace("7.0f", "9.0f"), ["a"], ["out"],
+                        emulator_options=EmulatorOptions(checks=True))
+    engine = "emu-cuda" if dialect == "cuda" else "emu-metal"
+    results, entries = [], []
+    for _ in range(4):
+        out = np.zeros(1000, np.float32)
+        if dialect == "cuda":
+            k(a, a, np.float32(1e-3), out, np.int32(1000), grid=8, block=128)
+        else:
+            k(a, out=out, engine="emulator")
+        results.append(out)
+        entries.append(len(list(private_cache.glob(f"emu-*/{engine}/*/*/kernel.so"))))
+    assert entries == [1, 1, 1, 2]  # three launches of 1000-1024 threads before the fourth
+    for r in results[1:]:
+        _bits_equal(r, results[0])
+    sources = [p.read_text() for p in private_cache.glob(f"emu-*/{engine}/*/*/kernel.cpp")]
+    assert sorted("cn-lanes" in t for t in sources) == [False, True]
 
 
 @pytest.mark.parametrize("source, name, why", [

@@ -426,7 +426,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     za.tofile(work / "za.c64")
     zb.tofile(work / "zb.c64")
 
-    flags = ["-std=c++17", "-O0", "-Wall", "-Wextra", "-Wshadow", f"-I{RUNTIME}"]
+    # half_flags: how kernels compile `half` (16-bit rounding after every operation; GCC 13
+    # otherwise computes _Float16 in float, and the half checks below fail).
+    from cunumpy.emulation import _build, find_compiler
+
+    flags = ["-std=c++17", "-O0", "-Wall", "-Wextra", "-Wshadow", f"-I{RUNTIME}",
+             *_build.half_flags(find_compiler())]
     start = time.perf_counter()
     jobs = []
     for i, text in enumerate(_sources()):

@@ -44,13 +44,44 @@ from cunumpy._lang.cuda_signature import _match_close
 from cunumpy.emulation._toolchain import Compiler
 
 __all__ = [
-    "LANE_FLAGS", "LaneKernel", "cuda_lane_kernel", "enabled", "isa_flags", "isa_level",
-    "metal_lane_kernel", "switch_flags",
+    "LANE_FLAGS", "TIER_THREADS", "LaneKernel", "checked_tier", "cuda_lane_kernel", "enabled", "forget_tiers",
+    "isa_flags", "isa_level", "metal_lane_kernel", "switch_flags",
 ]
 
 def enabled() -> bool:
     """Whether kernels compiled now use lanes (:func:`cunumpy.config.emulator_lanes`)."""
     return config.emulator_lanes()
+
+
+TIER_THREADS = 1 << 21
+"""Threads a checked kernel variant runs one thread at a time, over its launches in a process,
+before the emulator compiles its lane build (the kernel with its lane copy and bounds guard,
+:func:`cuda_lane_kernel`, :func:`metal_lane_kernel`) and uses that for its later launches.
+Tiered as a JIT is: the lane build compiles in about 1.5x the time of the plain one
+(``benchmarks/bench_compile.py``), which a test suite's many small launches would pay for
+nothing, while a kernel that runs millions of threads gains several times that
+(``benchmarks/bench_compute.py``). Both builds give the same results bit for bit and the same
+reports. Unchecked variants always have their lanes."""
+
+_TIER_COUNTS: dict[object, int] = {}
+
+
+def checked_tier(variant: object, threads: int) -> bool:
+    """Whether this checked launch of ``threads`` threads of ``variant`` (a hashable key of the
+    kernel variant) uses the lane build: once earlier launches ran :data:`TIER_THREADS`."""
+    if not enabled():
+        return False
+    before = _TIER_COUNTS.get(variant, 0)
+    if before < TIER_THREADS:
+        if len(_TIER_COUNTS) > 4096:
+            _TIER_COUNTS.clear()
+        _TIER_COUNTS[variant] = before + threads
+    return before >= TIER_THREADS
+
+
+def forget_tiers() -> None:
+    """Forget the threads every variant ran (:func:`checked_tier` starts again)."""
+    _TIER_COUNTS.clear()
 
 
 def switch_flags() -> tuple[str, ...]:

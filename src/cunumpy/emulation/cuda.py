@@ -276,13 +276,16 @@ class Generated:
 
 
 def generate_source(
-    program: CudaProgram, *, checks: bool, checked_pointers: str | None = None
+    program: CudaProgram, *, checks: bool, checked_pointers: str | None = None,
+    lanes: bool = True,
 ) -> Generated:
     """The C++ translation unit of one kernel variant.
 
     ``checked_pointers`` says which pointer parameters are declared bounds-checked
     (``cn::ptr``) rather than raw: ``"all"`` (the kernel's and ``__device__`` functions'; the
-    default with checks), ``"kernel"`` or ``"none"`` (the default without checks).
+    default with checks), ``"kernel"`` or ``"none"`` (the default without checks). ``lanes``
+    (checked builds): give the kernel its lane copy where it has one (the lane build of
+    :data:`cunumpy.emulation._lanes.TIER_THREADS`).
     """
     prefix = program.prefix
     folder = Path(program.folder) if program.folder else None
@@ -323,7 +326,7 @@ def generate_source(
     # kernels whose body has nothing that reads the thread from the runtime (in checked builds,
     # nothing checked but subscripts that the row's guard proves in bounds).
     lane = None
-    if _lanes.enabled() and not (rw.sync or coop) and rw.thread_param:
+    if _lanes.enabled() and (lanes or not checks) and not (rw.sync or coop) and rw.thread_param:
         lane = cuda_lane_kernel(body, program.name.rsplit("::", 1)[-1], program.call,
                                 checked=checks)
     if lane is not None:
@@ -437,28 +440,30 @@ def _build_variant(
         ) from exc
 
 
-_RECENT: dict[tuple[int, bool, bool, str | None], tuple[CudaProgram, Generated, _build.Library]] = {}
+_RECENT: dict[tuple[int, bool, bool, bool, str | None],
+              tuple[CudaProgram, Generated, _build.Library]] = {}
 """The same lookups by program identity (hashing a program costs more than a small launch)."""
 
 
 def _variant(
-    program: CudaProgram, checks: bool, races: bool = False
+    program: CudaProgram, checks: bool, races: bool = False, lanes: bool = True
 ) -> tuple[Generated, _build.Library]:
     root = config.cache_dir_override()
-    fast = _RECENT.get((id(program), checks, races, root))
+    lanes = lanes or not checks
+    fast = _RECENT.get((id(program), checks, races, lanes, root))
     if fast is not None and fast[0] is program:
         return fast[1], fast[2]
-    memo = (program, checks, races, root)
+    memo = (program, checks, races, lanes, root)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         if len(_RECENT) > 1024:
             _RECENT.clear()
-        _RECENT[(id(program), checks, races, root)] = (program, *hit)
+        _RECENT[(id(program), checks, races, lanes, root)] = (program, *hit)
         return hit
     levels = ("all", "kernel", "none") if checks else ("none",)
     first_error: EmuCudaCompileError | None = None
     for level in levels:
-        gen = generate_source(program, checks=checks, checked_pointers=level)
+        gen = generate_source(program, checks=checks, checked_pointers=level, lanes=lanes)
         try:
             lib = _build_variant(program, gen, checks, races)
         except EmuCudaCompileError as exc:
@@ -486,8 +491,10 @@ def _variant(
 
 
 def forget_variants() -> None:
-    """Forget compiled variants held by this process (tests use it to force disk lookups)."""
+    """Forget compiled variants held by this process, and the threads they ran (tests use it
+    to force disk lookups)."""
     _VARIANTS.clear()
+    _lanes.forget_tiers()
     _RECENT.clear()
     _build.forget_loaded()
 
@@ -676,7 +683,9 @@ def run_cuda(
             EmulatorWarning, stacklevel=3,
         )
         opts = replace(opts, races=False)
-    gen, lib = _variant(program, opts.checks, bool(opts.races))
+    lanes = opts.checks and not opts.races and _lanes.checked_tier(
+        (program, config.cache_dir_override()), threads[0] * threads[1] * threads[2])
+    gen, lib = _variant(program, opts.checks, bool(opts.races), lanes)
     if gen.cooperative:
         _check_cooperative(program.prefix, threads, b, int(shared_mem))
     report = UbReport()

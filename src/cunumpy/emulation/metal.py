@@ -149,6 +149,7 @@ def generate_source(
     checked_buffers: bool | None = None,
     checked_arrays: bool | None = None,
     math_mode: str = "safe",
+    lanes: bool = True,
 ) -> Generated:
     """The C++ translation unit of one kernel variant.
 
@@ -158,6 +159,8 @@ def generate_source(
     bounds-checked ``cn::tarr`` rather than plain arrays. ``math_mode`` is MLX's
     ``compile_options["math_mode"]``: ``fast`` compiles the kernel with fast math and defines
     ``__FAST_MATH__`` (as Metal's fast math mode does), ``relaxed`` allows reassociation only.
+    ``lanes`` (checked builds): give the kernel its lane copy where it has one (the lane build
+    of :data:`cunumpy.emulation._lanes.TIER_THREADS`; unchecked kernels run in lanes as they are).
     """
     if checked_buffers is None:
         checked_buffers = checks
@@ -201,7 +204,7 @@ def generate_source(
     # A checked kernel's lane copy (emulation/_lanes.py): unchecked kernels run in lanes as
     # they are; a checked one only through a copy whose subscripts the row's guard proves.
     lane = None
-    if checks and checked_buffers and not fibers and _lanes.enabled():
+    if lanes and checks and checked_buffers and not fibers and _lanes.enabled():
         lane = _lanes.metal_lane_kernel(
             fname, decls, body.text, f"template <{', '.join(tparams)}>" if tparams else "",
             f"<{', '.join(targs)}>" if tparams else "",
@@ -419,25 +422,30 @@ _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 
 def _memo_key(
-    signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False
+    signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False,
+    lanes: bool = False,
 ) -> tuple[Any, ...]:
-    """The in-process key of a compiled variant.
+    """The in-process key of a compiled variant (``lanes``: a checked variant's lane build;
+    unchecked variants always have their lanes).
 
     Signatures compare template values with ``==``, and ``True == 1``: the value types are part of
     the key so a ``bool N`` variant is never served for an ``int N`` one.
     """
     types = tuple(type(v) for _, v in signature.template)
-    return (signature, types, checks, math_mode, races, config.cache_dir_override())
+    return (signature, types, checks, math_mode, races, lanes or not checks,
+            config.cache_dir_override())
 
 
 def _variant(
-    signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False
+    signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False,
+    lanes: bool = True,
 ) -> tuple[Generated, _build.Library]:
-    memo = _memo_key(signature, checks, math_mode, races)
+    lanes = lanes or not checks
+    memo = _memo_key(signature, checks, math_mode, races, lanes)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         return hit
-    gen = generate_source(signature, checks=checks, math_mode=math_mode)
+    gen = generate_source(signature, checks=checks, math_mode=math_mode, lanes=lanes)
 
     def build(g: Generated) -> _build.Library:
         return _build.build_library(
@@ -489,8 +497,10 @@ def _fallback(
 
 
 def forget_variants() -> None:
-    """Forget compiled variants held by this process (tests use it to force disk lookups)."""
+    """Forget compiled variants held by this process, and the threads they ran (tests use it
+    to force disk lookups)."""
     _VARIANTS.clear()
+    _lanes.forget_tiers()
     _build.forget_loaded()
 
 
@@ -589,7 +599,9 @@ def launch_metal(
             DIALECT.prefix(name),
         )
         return
-    gen, lib = _variant(signature, opts.checks, math_mode, bool(opts.races))
+    lanes = opts.checks and not opts.races and _lanes.checked_tier(
+        _memo_key(signature, True, math_mode, False), g[0] * g[1] * g[2])
+    gen, lib = _variant(signature, opts.checks, math_mode, bool(opts.races), lanes)
     buffers = _buffers(signature, inputs, outputs)
     poisoned = opts.checks and init_value is None
 

@@ -1413,39 +1413,44 @@ CN_WALK inline void walk_group(ThreadInfo& t, const uint32_t* base, F& kernel,
         // The grid position is the induction variable (it does not wrap: the loop stops before
         // c + nx <= grid), so that an index computed from it is affine for the vectoriser.
         const uint32_t c = row.gid[0] * row.dsize[0], e = c + nx, l0 = i - c;
+        // One loop per functor, so that the body is vectorised once: a signed induction
+        // variable (CUDA's `int i = blockIdx.x * blockDim.x + threadIdx.x` is then affine; a
+        // row past INT32_MAX runs one thread at a time), or an unsigned one for a lane copy
+        // that indexes with an unsigned position (Metal, UnsignedIndex).
+        constexpr bool unsig = is_unsigned_index<L>::value;
+        const bool fits = unsig || e <= uint32_t(INT32_MAX);
+        const int32_t sc = int32_t(c), se = int32_t(e);
         int any = 0;
         if constexpr (!std::is_same<G, NoLanes>::value) {
           if (guard) {
             auto gk = *guard;
-            if (e <= uint32_t(INT32_MAX)) {
-              const int32_t sc = int32_t(c), se = int32_t(e);
+            if (!fits) {
+              any = 1;
+            } else if constexpr (unsig) {
+#pragma omp simd reduction(| : any)
+              for (uint32_t p = c; p < e; ++p) any |= int(run_guard(gk, row, p - c, p, l0 + p));
+            } else {
 #pragma omp simd reduction(| : any)
               for (int32_t q = sc; q < se; ++q) {
                 const uint32_t p = uint32_t(q);
                 any |= int(run_guard(gk, row, p - c, p, l0 + p));
               }
-            } else {
-#pragma omp simd reduction(| : any)
-              for (uint32_t p = c; p < e; ++p) any |= int(run_guard(gk, row, p - c, p, l0 + p));
             }
           }
         }
         if (!any) {
           if constexpr (!std::is_same<L, NoLanes>::value) {
-            if (lanes) {
+            if (lanes && fits) {
               auto lk = *lanes;
-              if (!is_unsigned_index<L>::value && e <= uint32_t(INT32_MAX)) {
-                // A signed induction variable (it cannot overflow): CUDA kernels index with
-                // `int i = blockIdx.x * blockDim.x + threadIdx.x`, which is then affine.
-                const int32_t sc = int32_t(c), se = int32_t(e);
+              if constexpr (unsig) {
+#pragma omp simd
+                for (uint32_t p = c; p < e; ++p) run_lane(lk, row, p - c, p, l0 + p);
+              } else {
 #pragma omp simd
                 for (int32_t q = sc; q < se; ++q) {
                   const uint32_t p = uint32_t(q);
                   run_lane(lk, row, p - c, p, l0 + p);
                 }
-              } else {
-#pragma omp simd
-                for (uint32_t p = c; p < e; ++p) run_lane(lk, row, p - c, p, l0 + p);
               }
               i += nx;
               continue;
