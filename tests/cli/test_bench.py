@@ -268,3 +268,10 @@ def test_compute_row_puts_every_engine_beside_native():
         ("native", 1.0), ("numba parallel", 1.25), ("emu-cuda", 2.5), ("numpy", 10.0)]
     assert _bench.compute_row({"config": {"push_nsteps": 200}, "results": [
         result("emu-cuda", 1024, 0.002)]}) is None
+    # The emulators run smaller sizes: the row is taken where every engine ran.
+    data["results"] += [result("numba", 1024, 0.0015), result("numpy", 1024, 0.01),
+                        result("native", 16384, 0.016), result("numpy", 16384, 0.2)]
+    row = _bench.compute_row(data)
+    assert row["n"] == 1024
+    assert [r["engine"] for r in row["rows"]] == [
+        "native", "numba", "emu-cuda", "emu-metal", "numpy"]
