@@ -15,6 +15,9 @@ tail -6 "$OUT/bench_compile.txt"
 CUNUMPY_CACHE_DIR=/tmp/cache-compute timeout 150 python3 benchmarks/bench_compute.py \
     --repeats 5 --json "$OUT/bench_compute.json" > "$OUT/bench_compute.txt" 2>&1
 tail -8 "$OUT/bench_compute.txt"
+CUNUMPY_CACHE_DIR=/tmp/cache-bench timeout 240 python3 -m cunumpy bench --workloads push --plain \
+    --json "$OUT/cunumpy_bench_push.json" > "$OUT/cunumpy_bench_push.txt" 2>&1
+grep "compute-bound" "$OUT/cunumpy_bench_push.txt"
 start=$(date +%s)
 CUNUMPY_REQUIRE_CUDA=1 timeout 330 python3 -m pytest -q -n 16 -p no:cacheprovider \
     -p cunumpy.testing.plugin -rfE > "$OUT/suite.txt" 2>&1
