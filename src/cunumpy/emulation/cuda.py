@@ -277,7 +277,7 @@ class Generated:
 
 def generate_source(
     program: CudaProgram, *, checks: bool, checked_pointers: str | None = None,
-    lanes: bool = True,
+    lanes: bool = True, shuffle: bool = True,
 ) -> Generated:
     """The C++ translation unit of one kernel variant.
 
@@ -285,7 +285,8 @@ def generate_source(
     (``cn::ptr``) rather than raw: ``"all"`` (the kernel's and ``__device__`` functions'; the
     default with checks), ``"kernel"`` or ``"none"`` (the default without checks). ``lanes``
     (checked builds): give the kernel its lane copy where it has one (the lane build of
-    :data:`cunumpy.emulation._lanes.TIER_THREADS`).
+    :data:`cunumpy.emulation._lanes.TIER_THREADS`). ``shuffle``: the library can run the
+    random-order option (``run_grid``'s ``Shuffle``; a second copy of a loop-mode kernel).
     """
     prefix = program.prefix
     folder = Path(program.folder) if program.folder else None
@@ -372,7 +373,7 @@ def generate_source(
         "  };",
         *_lane_functors(lane, names),
         f"  int cn_rc = cn::run_grid<{'true' if rw.sync or coop else 'false'}, "
-        f"{'true' if checks else 'false'}>(cn_d, {nslots}, cn_fn"
+        f"{'true' if checks else 'false'}{'' if shuffle else ', true, false'}>(cn_d, {nslots}, cn_fn"
         + (", &cn_lanes" if lane else "") + (", &cn_guard" if lane and lane.guard_call else "")
         + ");",
         "  std::fflush(stdout);",
@@ -440,30 +441,32 @@ def _build_variant(
         ) from exc
 
 
-_RECENT: dict[tuple[int, bool, bool, bool, str | None],
+_RECENT: dict[tuple[int, bool, bool, bool, bool, str | None],
               tuple[CudaProgram, Generated, _build.Library]] = {}
 """The same lookups by program identity (hashing a program costs more than a small launch)."""
 
 
 def _variant(
-    program: CudaProgram, checks: bool, races: bool = False, lanes: bool = True
+    program: CudaProgram, checks: bool, races: bool = False, lanes: bool = True,
+    shuffle: bool = False,
 ) -> tuple[Generated, _build.Library]:
     root = config.cache_dir_override()
     lanes = lanes or not checks
-    fast = _RECENT.get((id(program), checks, races, lanes, root))
+    fast = _RECENT.get((id(program), checks, races, lanes, shuffle, root))
     if fast is not None and fast[0] is program:
         return fast[1], fast[2]
-    memo = (program, checks, races, lanes, root)
+    memo = (program, checks, races, lanes, shuffle, root)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         if len(_RECENT) > 1024:
             _RECENT.clear()
-        _RECENT[(id(program), checks, races, lanes, root)] = (program, *hit)
+        _RECENT[(id(program), checks, races, lanes, shuffle, root)] = (program, *hit)
         return hit
     levels = ("all", "kernel", "none") if checks else ("none",)
     first_error: EmuCudaCompileError | None = None
     for level in levels:
-        gen = generate_source(program, checks=checks, checked_pointers=level, lanes=lanes)
+        gen = generate_source(program, checks=checks, checked_pointers=level, lanes=lanes,
+                              shuffle=shuffle)
         try:
             lib = _build_variant(program, gen, checks, races)
         except EmuCudaCompileError as exc:
@@ -685,7 +688,7 @@ def run_cuda(
         opts = replace(opts, races=False)
     lanes = opts.checks and not opts.races and _lanes.checked_tier(
         (program, config.cache_dir_override()), threads[0] * threads[1] * threads[2])
-    gen, lib = _variant(program, opts.checks, bool(opts.races), lanes)
+    gen, lib = _variant(program, opts.checks, bool(opts.races), lanes, opts.random_order)
     if gen.cooperative:
         _check_cooperative(program.prefix, threads, b, int(shared_mem))
     report = UbReport()

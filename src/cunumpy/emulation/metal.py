@@ -150,6 +150,7 @@ def generate_source(
     checked_arrays: bool | None = None,
     math_mode: str = "safe",
     lanes: bool = True,
+    shuffle: bool = True,
 ) -> Generated:
     """The C++ translation unit of one kernel variant.
 
@@ -161,6 +162,7 @@ def generate_source(
     ``__FAST_MATH__`` (as Metal's fast math mode does), ``relaxed`` allows reassociation only.
     ``lanes`` (checked builds): give the kernel its lane copy where it has one (the lane build
     of :data:`cunumpy.emulation._lanes.TIER_THREADS`; unchecked kernels run in lanes as they are).
+    ``shuffle``: the library can run the random-order option (``run_grid``'s ``Shuffle``).
     """
     if checked_buffers is None:
         checked_buffers = checks
@@ -240,7 +242,8 @@ def generate_source(
         "  (void)cn_fn;",
         *lane_fns,
         f"  return cn::run_grid<{'true' if fibers else 'false'}, "
-        f"{'true' if checks else 'false'}, {'true' if checks else 'false'}>"
+        f"{'true' if checks else 'false'}, {'true' if checks else 'false'}"
+        f"{'' if shuffle else ', false'}>"
         f"(d, {len(shared)}, cn_fn{', &cn_lanes, &cn_guard' if lane else ''});",
         "}",
         "",
@@ -423,7 +426,7 @@ _VARIANTS: dict[tuple[Any, ...], tuple[Generated, _build.Library]] = {}
 
 def _memo_key(
     signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False,
-    lanes: bool = False,
+    lanes: bool = False, shuffle: bool = False,
 ) -> tuple[Any, ...]:
     """The in-process key of a compiled variant (``lanes``: a checked variant's lane build;
     unchecked variants always have their lanes).
@@ -432,20 +435,21 @@ def _memo_key(
     the key so a ``bool N`` variant is never served for an ``int N`` one.
     """
     types = tuple(type(v) for _, v in signature.template)
-    return (signature, types, checks, math_mode, races, lanes or not checks,
+    return (signature, types, checks, math_mode, races, lanes or not checks, shuffle,
             config.cache_dir_override())
 
 
 def _variant(
     signature: MetalSignature, checks: bool, math_mode: str = "safe", races: bool = False,
-    lanes: bool = True,
+    lanes: bool = True, shuffle: bool = False,
 ) -> tuple[Generated, _build.Library]:
     lanes = lanes or not checks
-    memo = _memo_key(signature, checks, math_mode, races, lanes)
+    memo = _memo_key(signature, checks, math_mode, races, lanes, shuffle)
     hit = _VARIANTS.get(memo)
     if hit is not None:
         return hit
-    gen = generate_source(signature, checks=checks, math_mode=math_mode, lanes=lanes)
+    gen = generate_source(signature, checks=checks, math_mode=math_mode, lanes=lanes,
+                          shuffle=shuffle)
 
     def build(g: Generated) -> _build.Library:
         return _build.build_library(
@@ -601,7 +605,8 @@ def launch_metal(
         return
     lanes = opts.checks and not opts.races and _lanes.checked_tier(
         _memo_key(signature, True, math_mode, False), g[0] * g[1] * g[2])
-    gen, lib = _variant(signature, opts.checks, math_mode, bool(opts.races), lanes)
+    gen, lib = _variant(signature, opts.checks, math_mode, bool(opts.races), lanes,
+                        opts.random_order)
     buffers = _buffers(signature, inputs, outputs)
     poisoned = opts.checks and init_value is None
 

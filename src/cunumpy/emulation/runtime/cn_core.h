@@ -1493,7 +1493,8 @@ struct GridCalls {
 
 // Runs the descriptor's share of the grid through `calls`. `fibers`: threads of a group run as
 // fibers (the kernel synchronises); otherwise as a plain loop. `checks`: the kernel is a checked
-// build. Returns 0, or -1 when the descriptor is unusable.
+// build. Returns 0, -1 when the descriptor is unusable, -3 for a random-order launch of a library
+// built without it (run_grid's Shuffle).
 CN_NOTSAN CN_RT int run_launch(const LaunchDesc* d, int nshared, bool fibers, bool checks,
                                const GridCalls& calls);
 
@@ -1516,14 +1517,17 @@ struct GridWalk {
 // thread attributes as arguments and needs only the group). `lanes` and `guard` (loop mode only):
 // the kernel's lane copy and its early-return guard (walk_group). Returns 0, or -1 when the
 // descriptor is unusable. Only the calls into the kernel are made here; the walk over groups is
-// the runtime's (run_launch).
-template <bool Fibers, bool Checks, bool Current = true, class F, class L = NoLanes,
-          class G = NoLanes>
+// the runtime's (run_launch). `Shuffle`: the library can run the random-order option (in loop
+// mode that takes a second copy of the kernel, one thread per call, which launches in order do
+// not pay for in compile time; run_launch refuses a random-order launch without it).
+template <bool Fibers, bool Checks, bool Current = true, bool Shuffle = true, class F,
+          class L = NoLanes, class G = NoLanes>
 CN_NOTSAN inline int run_grid(const LaunchDesc* d, int nshared, F&& kernel,
                               const L* lanes = nullptr, const G* guard = nullptr) {
   using W = GridWalk<Current, std::remove_reference_t<F>, L, G>;
   W w{&kernel, lanes, guard};
-  GridCalls calls{nullptr, &W::thread, &w};
+  GridCalls calls{nullptr, nullptr, &w};
+  if constexpr (Fibers || Shuffle) calls.thread = &W::thread;
   if constexpr (!Fibers) calls.walk = &W::walk;
   return run_launch(d, nshared, Fibers, Checks, calls);
 }
@@ -1533,6 +1537,7 @@ CN_NOTSAN CN_RT int run_launch(const LaunchDesc* d, int nshared, bool fibers, bo
                                const GridCalls& calls) {
   const bool Fibers = fibers;
   if (d->abi != CN_ABI_VERSION) return -1;
+  if (d->random_order && !calls.thread) return -3;
   g.report = d->report;
   g.checks = checks;
   g.abort = false;
