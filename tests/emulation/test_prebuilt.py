@@ -136,3 +136,21 @@ def test_the_runtime_object_is_keyed_by_its_flags(private_cache):
     objects = {_build._prebuilt(private_cache, compiler, f, "cn_cuda.h").runtime
                for f in (plain, racing)}
     assert None not in objects and len(objects) == 2
+
+
+def test_random_order_gets_its_own_build(private_cache):
+    """Launches in order compile no per-thread copy of a loop-mode kernel (run_grid's Shuffle);
+    a random-order launch of the same kernel builds the variant that has one."""
+    src = OOB.format(k=2).replace("y[i] =", "if (i < n) y[i] =")
+    k = CudaKernel(src, "spill")
+    x = np.arange(64, dtype=np.float32)
+    outs = []
+    for options in (None, EmulatorOptions(random_order=True, seed=3)):
+        y = np.zeros(64, np.float32)
+        emulate_cuda_kernel(k, x, y, np.int32(64), grid=2, block=32, options=options)
+        outs.append(y)
+    np.testing.assert_array_equal(outs[0], x * 2)
+    np.testing.assert_array_equal(outs[1], x * 2)
+    texts = sorted(p.read_text() for p in private_cache.glob("emu-*/emu-cuda/*/*/kernel.cpp"))
+    assert len(texts) == 2
+    assert sorted("run_grid<false, true, true, false>" in t for t in texts) == [False, True]
