@@ -251,12 +251,9 @@ def _prebuilt(root: Path, compiler: Compiler, flags: tuple[str, ...], header: st
     rt_inputs = {**base, "engine": "runtime", "header": header}
     pch_key, rt_key = _cache.make_key(pch_inputs), _cache.make_key(rt_inputs)
 
-    def write_headers(tmp: Path) -> None:
-        for name, text in runtime_headers():
-            (tmp / name).write_text(text)
-
     def build_pch(tmp: Path) -> None:
-        write_headers(tmp)
+        for name, text in runtime_headers():  # the compiler finds the .gch beside its header
+            (tmp / name).write_text(text)
         cmd = [*compiler.command, *pflags, "-x", "c++-header", "-o", str(tmp / artifact),
                str(tmp / header)]
         done = _run(cmd, tmp)
@@ -264,10 +261,11 @@ def _prebuilt(root: Path, compiler: Compiler, flags: tuple[str, ...], header: st
             raise RuntimeError(done.stderr)
 
     def build_runtime(tmp: Path) -> None:
-        write_headers(tmp)
+        # Only the object is kept: the headers are read where they are (their texts are in the
+        # key), not copied as the precompiled header's entry needs them.
         (tmp / "runtime.cpp").write_text(f'#define CN_RUNTIME_IMPL\n#include "{header}"\n')
-        done = _run([*compiler.command, *pflags, "-c", "-o", str(tmp / "runtime.o"),
-                     "runtime.cpp"], tmp)
+        done = _run([*compiler.command, *pflags, *_PLAIN.include, "-c", "-o",
+                     str(tmp / "runtime.o"), "runtime.cpp"], tmp)
         if done.returncode != 0:
             raise RuntimeError(done.stderr)
 
@@ -423,11 +421,10 @@ def build_library(
                         break
                 return cmd, done
 
-            memo = (str(cache_root), header, flags)
             cmd, done = run_all(_prebuilt(cache_root, compiler, flags, header))
             if done.returncode != 0 and _blames_pch(done.stdout + done.stderr):
                 # An unusable precompiled header: stop using it and compile from the headers.
-                _PCH[memo] = _PLAIN
+                _PCH[(str(cache_root), header, flags)] = _PLAIN
                 cmd, done = run_all(_PLAIN)
             if done.returncode != 0:
                 log = done.stdout + done.stderr

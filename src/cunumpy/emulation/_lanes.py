@@ -44,8 +44,8 @@ from cunumpy._lang.cuda_signature import _match_close
 from cunumpy.emulation._toolchain import Compiler
 
 __all__ = [
-    "LANE_FLAGS", "TIER_THREADS", "LaneKernel", "checked_tier", "cuda_lane_kernel", "enabled", "forget_tiers",
-    "isa_flags", "isa_level", "metal_lane_kernel", "switch_flags",
+    "LANE_FLAGS", "TIER_THREADS", "LaneKernel", "checked_tier", "cuda_lane_kernel", "enabled",
+    "forget_tiers", "isa_flags", "isa_level", "metal_lane_kernel", "switch_flags",
 ]
 
 def enabled() -> bool:
@@ -57,8 +57,8 @@ TIER_THREADS = 1 << 21
 """Threads a checked kernel variant runs one thread at a time, over its launches in a process,
 before the emulator compiles its lane build (the kernel with its lane copy and bounds guard,
 :func:`cuda_lane_kernel`, :func:`metal_lane_kernel`) and uses that for its later launches.
-Tiered as a JIT is: the lane build compiles in about 1.5x the time of the plain one
-(``benchmarks/bench_compile.py``), which a test suite's many small launches would pay for
+Tiered as a JIT is: the lane build takes about 1.8x the compile work of the plain one
+(callgrind, ``benchmarks/results/cpu_round6/README.md``), which a test suite's many small launches would pay for
 nothing, while a kernel that runs millions of threads gains several times that
 (``benchmarks/bench_compute.py``). Both builds give the same results bit for bit and the same
 reports. Unchecked variants always have their lanes."""
@@ -269,6 +269,23 @@ class LaneKernel:
     guard_call: str | None
     """The guard as the launcher calls it: true for a thread that takes the early return."""
 
+    def functors(self, thread: str, args: str, unsigned: bool = False) -> list[str]:
+        """The launcher's lambdas ``cn_lanes`` and ``cn_guard`` over its thread ``thread``,
+        calling the copy and the guard with ``args``; ``unsigned``: the copy indexes with an
+        unsigned position (``cn::unsigned_index``, Metal)."""
+        head = f"[=](const cn::ThreadInfo& {thread}) CN_THREAD_FN {{"
+        out = [f"  auto cn_lanes = cn::unsigned_index({head}" if unsigned
+               else f"  auto cn_lanes = {head}",
+               f"    {self.lanes_call}({args});", "  });" if unsigned else "  };"]
+        if self.guard_call:
+            out += [f"  auto cn_guard = {head}", f"    return {self.guard_call}({args});",
+                    "  };"]
+        return out
+
+    def run_grid_args(self) -> str:
+        """What the launcher passes to ``cn::run_grid`` after the kernel."""
+        return ", &cn_lanes" + (", &cn_guard" if self.guard_call else "")
+
 
 def _template_head(before: str) -> str | None:
     """The ``template <...>`` right before a definition (``""`` without), None if unsure."""
@@ -344,10 +361,8 @@ def cuda_lane_kernel(text: str, name: str, call: str,
     if any(c.group(1) not in _PURE_CALLS for c in _CALL.finditer(body)):
         return None
     # A leading early return: integer declarations, then `if (cond) return;`.
-    pos, decls = 0, []
-    while (d := _DECL.match(body, pos)) is not None:
-        decls.append(body[pos : d.end()])
-        pos = d.end()
+    pos = _leading_ints(body)[0]
+    decls = body[:pos]
     guard = None
     g = _GUARD.match(body, pos)
     if g is not None:
@@ -373,7 +388,7 @@ def cuda_lane_kernel(text: str, name: str, call: str,
     if guard is not None:
         gname = f"{name}__cn_guard"
         out.append(f"{template}static inline __attribute__((always_inline)) bool "
-                   f"{gname}{params} {{{''.join(decls)}\n  return {guard};\n}}")
+                   f"{gname}{params} {{{decls}\n  return {guard};\n}}")
         guard_call = gname + targs
     return LaneKernel("\n".join(out) + "\n", lanes + targs, guard_call)
 

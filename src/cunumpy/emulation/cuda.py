@@ -106,7 +106,7 @@ from cunumpy.emulation._cuda_rewrite import (
     uses_grid_sync,
 )
 from cunumpy.emulation._cuda_undefined import UbReport, check_report, meta_words
-from cunumpy.emulation._lanes import LaneKernel, cuda_lane_kernel
+from cunumpy.emulation._lanes import cuda_lane_kernel
 from cunumpy.emulation._options import EmulatorOptions, resolve_options
 from cunumpy.emulation._rewrite import SharedDecl
 from cunumpy.emulation.errors import EmulationError, EmulatorWarning, KernelCompileError
@@ -371,11 +371,10 @@ def generate_source(
         f"    CN_RACE_TRY {program.call}({', '.join((['cn_t'] if rw.thread_param else []) + names)});"
         " CN_RACE_CATCH",
         "  };",
-        *_lane_functors(lane, names),
+        *(lane.functors("cn_t", ", ".join(["cn_t", *names])) if lane else []),
         f"  int cn_rc = cn::run_grid<{'true' if rw.sync or coop else 'false'}, "
         f"{'true' if checks else 'false'}{'' if shuffle else ', true, false'}>(cn_d, {nslots}, cn_fn"
-        + (", &cn_lanes" if lane else "") + (", &cn_guard" if lane and lane.guard_call else "")
-        + ");",
+        + (lane.run_grid_args() if lane else "") + ");",
         "  std::fflush(stdout);",
         "  return cn_rc;",
         "}",
@@ -384,19 +383,6 @@ def generate_source(
     prints = re.search(r"\bprintf\s*\(", rw.text) is not None
     return Generated("\n".join(lines), rw.shared, rw.dynamic, rw.sync or coop, texts, prints,
                      coop)
-
-
-def _lane_functors(lane: LaneKernel | None, names: list[str]) -> list[str]:
-    """The launcher's lambdas that call a kernel's lane copy and its guard."""
-    if lane is None:
-        return []
-    args = ", ".join(["cn_t", *names])
-    out = ["  auto cn_lanes = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {",
-           f"    {lane.lanes_call}({args});", "  };"]
-    if lane.guard_call:
-        out += ["  auto cn_guard = [=](const cn::ThreadInfo& cn_t) CN_THREAD_FN {",
-                f"    return {lane.guard_call}({args});", "  };"]
-    return out
 
 
 def _compile_message(program: CudaProgram, gen: Generated, log: str) -> str:

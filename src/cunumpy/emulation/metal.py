@@ -212,12 +212,6 @@ def generate_source(
             f"<{', '.join(targs)}>" if tparams else "",
             frozenset(p.name for p in signature.params
                       if p.kind == "output" or (p.const and not p.atomic)))
-    lane_fns = [] if lane is None else [
-        "  auto cn_lanes = cn::unsigned_index([=](const cn::ThreadInfo& t) CN_THREAD_FN {",
-        f"    {lane.lanes_call}({', '.join(args)});", "  });",
-        "  auto cn_guard = [=](const cn::ThreadInfo& t) CN_THREAD_FN {",
-        f"    return {lane.guard_call}({', '.join(args)});", "  };",
-    ]
     parts = ['#include "cn_metal.h"', *_MATH_MODE_LINES[math_mode],
         '#line 1 "header"',
         _with_newline(header.text),
@@ -240,11 +234,11 @@ def generate_source(
         f"    CN_RACE_TRY {call}({', '.join(args)}); CN_RACE_CATCH",
         "  };",
         "  (void)cn_fn;",
-        *lane_fns,
+        *(lane.functors("t", ", ".join(args), unsigned=True) if lane else []),
         f"  return cn::run_grid<{'true' if fibers else 'false'}, "
         f"{'true' if checks else 'false'}, {'true' if checks else 'false'}"
         f"{'' if shuffle else ', false'}>"
-        f"(d, {len(shared)}, cn_fn{', &cn_lanes, &cn_guard' if lane else ''});",
+        f"(d, {len(shared)}, cn_fn{lane.run_grid_args() if lane else ''});",
         "}",
         "",
     ]

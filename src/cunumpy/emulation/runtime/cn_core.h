@@ -1269,9 +1269,6 @@ CN_NOTSAN inline void run_group_fibers(ThreadInfo* infos, uint32_t n, Rng* rng) 
   }
 }
 
-template <class F>
-inline void call_functor(void* fn, const ThreadInfo& t) { (*static_cast<F*>(fn))(t); }
-
 }  // namespace cn
 
 #include "cn_coop.h"
